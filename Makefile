@@ -1,0 +1,40 @@
+# kiln: `make demo` runs the main example, `make test` builds and runs every test.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
+
+.PHONY: all build demo test bench format check-deps clean
+
+all: build
+
+check-deps:
+	@missing=""; \
+	command -v cmake >/dev/null || missing="$$missing cmake"; \
+	command -v c++ >/dev/null || missing="$$missing g++"; \
+	command -v cc >/dev/null || command -v gcc >/dev/null || command -v clang >/dev/null || missing="$$missing gcc"; \
+	[ -f /usr/include/gtest/gtest.h ] || missing="$$missing libgtest-dev"; \
+	if [ -n "$$missing" ]; then \
+	  echo "kiln needs these Debian packages:$$missing"; \
+	  echo "install them with: sudo apt-get install$$missing"; exit 1; fi
+
+$(BUILD)/Makefile: CMakeLists.txt | check-deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+build: check-deps $(BUILD)/Makefile
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	$(BUILD)/examples/demo
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	$(BUILD)/bench/bench_compile
+	$(BUILD)/bench/bench_c1
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.h')
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,33 @@
+// Introspection settings (KILN_DEBUG, KILN_NOOPT, KILN_VALIDATE, ...) and runtime counters.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace kiln {
+
+struct Settings {
+  int debug = 0;          // KILN_DEBUG: 1 schedule summary, 2 per-kernel timing, 3 schedule+opts,
+                          // 4 source, 5 kernel AST + linear program, 6 graph after each rewrite
+  bool noopt = false;     // KILN_NOOPT=1: no kernel optimizations
+  bool validate = false;  // KILN_VALIDATE=1: check every kernel against the reference interpreter
+  bool fast_math = false; // KILN_FAST_MATH=1: allow x*0 -> 0 on floats
+  int threads = 0;        // KILN_THREADS (0 = all cores)
+  std::string cc;         // KILN_CC (default: cc, gcc or clang on PATH)
+  std::string cache_dir;  // KILN_CACHE_DIR (default ~/.cache/kiln)
+};
+// Read once from the environment; tests may change them.
+Settings& settings();
+
+struct Stats {
+  int64_t kernels_run = 0;
+  int64_t schedules = 0;
+  int64_t compiler_invocations = 0;  // calls of the C compiler
+  int64_t kernels_compiled = 0;
+  int64_t memory_cache_hits = 0;
+  int64_t disk_cache_hits = 0;
+};
+Stats& stats();
+// Forget compiled programs held in memory (the disk cache stays): the next run must load from disk.
+void clear_memory_cache();
+
+}  // namespace kiln

@@ -1,0 +1,7 @@
+// kiln: the umbrella header.
+#pragma once
+#include "kiln/debug.h"
+#include "kiln/device.h"
+#include "kiln/dtype.h"
+#include "kiln/error.h"
+#include "kiln/tensor.h"

@@ -1,0 +1,154 @@
+// Linearize: kernel AST -> linear program (see linearize.h).
+#include "codegen/linearize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <unordered_map>
+
+#include "kiln/error.h"
+
+namespace kiln::codegen {
+
+using ir::Node;
+using ir::NodeRef;
+using ir::Op;
+
+namespace {
+
+class Linearizer {
+ public:
+  explicit Linearizer(const NodeRef& ast) : order_(ir::toposort({ast})) {
+    for (auto& n : order_) {  // which RANGE ids each node depends on
+      std::set<int64_t> d;
+      if (n->op == Op::RANGE) d.insert(n->arg[0]);
+      for (auto& s : n->src) d.insert(deps_[s.get()].begin(), deps_[s.get()].end());
+      deps_[n.get()] = std::move(d);
+    }
+  }
+
+  Program run(const NodeRef& ast) {
+    std::vector<NodeRef> globals;
+    for (auto& n : order_) {
+      if (n->op == Op::DEFINE_GLOBAL) {
+        size_t i = static_cast<size_t>(n->arg[0]);
+        if (p_.globals.size() <= i) p_.globals.resize(i + 1), p_.written.resize(i + 1);
+        p_.globals[i] = n->dtype;
+      }
+      if (n->op == Op::STORE) p_.written[static_cast<size_t>(n->src[0]->arg[0])] = true;
+      if (n->op == Op::RANGE && !n->arg[2]) globals.push_back(n);
+    }
+    std::sort(globals.begin(), globals.end(), [](auto& a, auto& b) { return a->arg[0] < b->arg[0]; });
+    for (auto& n : order_)
+      if (n->op == Op::DEFINE_GLOBAL) emit(n);
+    double trips = 1;
+    for (size_t i = 0; i < globals.size(); i++) {
+      const NodeRef& g = globals[i];
+      memo_[g.get()] = add({Op::RANGE, DType::I64, {}, {g->arg[0], g->arg[1], 0, i == 0}});
+      if (i == 0) p_.outer_size = g->arg[1];
+      trips *= static_cast<double>(g->arg[1]);
+    }
+    trips_ = trips;
+    for (auto& st : ast->src) emit(st);
+    for (size_t i = 0; i < globals.size(); i++) add({Op::ENDRANGE, DType::I64, {}, {}});
+    return std::move(p_);
+  }
+
+ private:
+  int add(Inst in) {
+    if (ir::is_elementwise(in.op)) p_.flops += trips_;
+    p_.insts.push_back(std::move(in));
+    return static_cast<int>(p_.insts.size()) - 1;
+  }
+
+  int emit(const NodeRef& n) {
+    auto it = memo_.find(n.get());
+    if (it != memo_.end()) return it->second;
+    int r;
+    if (n->op == Op::REDUCE) {
+      emit_reduce_group(n);
+      return memo_.at(n.get());
+    }
+    if (n->op == Op::RANGE) throw Error("kiln.linearize: reduce range used outside its reduce: " + n->str());
+    std::vector<int> src;
+    for (auto& s : n->src) src.push_back(emit(s));
+    r = add({n->op, n->dtype, src, n->arg, n->fval});
+    memo_[n.get()] = r;
+    if (!scopes_.empty()) scopes_.back().push_back(n.get());
+    return r;
+  }
+
+  // Emits every not-yet-emitted REDUCE over the same ranges as `first` in one loop nest.
+  void emit_reduce_group(const NodeRef& first) {
+    std::vector<NodeRef> ranges(first->src.begin() + 1, first->src.end());
+    std::set<int64_t> rids;
+    for (auto& r : ranges) rids.insert(r->arg[0]);
+    std::vector<NodeRef> group;
+    for (auto& n : order_)
+      if (n->op == Op::REDUCE && !memo_.count(n.get()) &&
+          std::vector<NodeRef>(n->src.begin() + 1, n->src.end()) == ranges)
+        group.push_back(n);
+    // hoist: values inside the reduce that do not depend on its ranges are computed before the loop
+    for (auto& red : group) hoist(red->src[0], rids);
+    std::vector<int> accs;
+    for (auto& red : group) {
+      int ident = add(identity(static_cast<Op>(red->arg[0]), red->dtype));
+      accs.push_back(add({Op::DEFINE_ACC, red->dtype, {ident}, {red->arg[0]}}));
+    }
+    double outer_trips = trips_;
+    scopes_.emplace_back();
+    for (auto& r : ranges) {
+      memo_[r.get()] = add({Op::RANGE, DType::I64, {}, {r->arg[0], r->arg[1], 1, 0}});
+      scopes_.back().push_back(r.get());
+      trips_ *= static_cast<double>(r->arg[1]);
+    }
+    for (size_t i = 0; i < group.size(); i++) {
+      int v = emit(group[i]->src[0]);
+      add({static_cast<Op>(group[i]->arg[0]), group[i]->dtype, {accs[i], v}, {1}});
+    }
+    for (size_t i = 0; i < ranges.size(); i++) add({Op::ENDRANGE, DType::I64, {}, {}});
+    for (auto* n : scopes_.back()) memo_.erase(n);
+    scopes_.pop_back();
+    trips_ = outer_trips;
+    for (size_t i = 0; i < group.size(); i++) {
+      memo_[group[i].get()] = accs[i];
+      if (!scopes_.empty()) scopes_.back().push_back(group[i].get());
+    }
+  }
+
+  void hoist(const NodeRef& n, const std::set<int64_t>& rids) {
+    if (memo_.count(n.get()) || n->op == Op::RANGE) return;
+    const auto& d = deps_[n.get()];
+    bool invariant = std::none_of(d.begin(), d.end(), [&](int64_t id) { return rids.count(id); });
+    bool trivial = n->op == Op::CONST || n->op == Op::DEFINE_GLOBAL;
+    if (invariant && !trivial) {
+      emit(n);
+      return;
+    }
+    if (n->op == Op::REDUCE) return;  // a reduce nested here has its own ranges
+    for (auto& s : n->src) hoist(s, rids);
+  }
+
+  static Inst identity(Op op, DType t) {
+    double v = op == Op::ADD ? 0 : op == Op::MUL ? 1 : -INFINITY;
+    if (!is_float(t) && op == Op::MAX) {
+      int64_t lo = t == DType::Bool || is_unsigned(t) ? 0 : -(int64_t{1} << (dtype_size(t) * 8 - 1));
+      return {Op::CONST, t, {}, {lo}};
+    }
+    if (is_float(t)) return {Op::CONST, t, {}, {}, v};
+    return {Op::CONST, t, {}, {static_cast<int64_t>(v)}};
+  }
+
+  std::vector<NodeRef> order_;
+  std::unordered_map<const Node*, std::set<int64_t>> deps_;
+  std::unordered_map<const Node*, int> memo_;
+  std::vector<std::vector<const Node*>> scopes_;
+  Program p_;
+  double trips_ = 1;
+};
+
+}  // namespace
+
+Program linearize(const NodeRef& ast) { return Linearizer(ast).run(ast); }
+
+}  // namespace kiln::codegen

@@ -1,0 +1,54 @@
+// The lowering pass list (see passes.h). Each step is one function in its own file.
+#include "codegen/passes.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include "codegen/linearize.h"
+#include "codegen/opt.h"
+#include "codegen/render_c.h"
+#include "kiln/debug.h"
+
+namespace kiln::codegen {
+
+using ir::NodeRef;
+using ir::Op;
+
+std::string kernel_name(const NodeRef& ast) {
+  std::vector<std::pair<int64_t, NodeRef>> g, r;
+  for (auto& n : ir::toposort({ast}))
+    if (n->op == Op::RANGE) (n->arg[2] ? r : g).push_back({n->arg[0], n});
+  std::sort(g.begin(), g.end());
+  std::sort(r.begin(), r.end());
+  std::string name = r.empty() ? "E" : "r";
+  for (auto& [id, n] : g) name += "_" + std::to_string(n->arg[1]);
+  for (auto& [id, n] : r) name += "_" + std::to_string(n->arg[1]);
+  if (g.empty() && r.empty()) name += "_1";
+  return name;
+}
+
+Lowered lower(const NodeRef& ast) {
+  Lowered out;
+  NodeRef s = ast;
+  if (!settings().noopt) {
+    s = collapse_loops(s, out.opts);
+    s = merge_reduces(s, out.opts);
+  }
+  s = renumber_ranges(s);
+  out.program = linearize(s);
+  out.program.name = kernel_name(s);
+  out.program.hash = s->hash * 31 + (settings().noopt ? 1 : 0);
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "_%012llx", static_cast<unsigned long long>(out.program.hash & 0xffffffffffffull));
+  out.program.symbol = out.program.name + hex;
+  out.source = render_c(out.program);
+  if (settings().debug >= 5)
+    std::cerr << "kiln: kernel " << out.program.name << " AST:\n"
+              << ir::dump({s}) << "kiln: kernel " << out.program.name << " linear program:\n"
+              << to_string(out.program);
+  if (settings().debug >= 4) std::cerr << "kiln: kernel " << out.program.name << " source:\n" << out.source;
+  return out;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,29 @@
+// Frontend helpers that build tensor-level graph nodes with checked shapes and dtypes.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/node.h"
+#include "kiln/error.h"
+#include "kiln/tensor.h"
+
+namespace kiln::frontend {
+
+using ir::NodeRef;
+using ir::Op;
+
+// Errors: "kiln.<op>: <message>" naming shapes and dtypes.
+[[noreturn]] void fail(const std::string& op, const std::string& msg);
+int64_t norm_dim(const std::string& op, int64_t d, int64_t ndim);  // negative dims, range check
+
+NodeRef cast(const NodeRef& x, DType t);
+NodeRef reshape(const NodeRef& x, const Shape& s);
+NodeRef expand(const NodeRef& x, const Shape& s);  // prepends 1s as needed
+NodeRef full(const Shape& s, double v, DType t);
+// Elementwise node: all sources must already share the shape; out dtype given.
+NodeRef ewise(Op op, std::vector<NodeRef> src, DType out);
+// Binary op on two nodes of one dtype, broadcasting shapes.
+NodeRef binary(const std::string& name, Op op, NodeRef a, NodeRef b);
+NodeRef reduce(Op rop, const NodeRef& x, std::vector<int64_t> axes);  // keepdim shape
+
+}  // namespace kiln::frontend

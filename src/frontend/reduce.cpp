@@ -1,0 +1,99 @@
+// Reductions over dims (sum, max, min, prod, mean), softmax, and matmul as multiply + sum.
+#include <algorithm>
+#include <limits>
+
+#include "frontend/graph.h"
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+using frontend::fail;
+using ir::NodeRef;
+using ir::Op;
+
+namespace {
+
+std::vector<int64_t> norm_dims(const char* op, std::vector<int64_t> dims, int64_t ndim) {
+  if (dims.empty())
+    for (int64_t i = 0; i < ndim; i++) dims.push_back(i);
+  for (auto& d : dims) d = frontend::norm_dim(op, d, ndim);
+  if (ndim == 0) dims.clear();
+  return dims;
+}
+
+Tensor finish(const Tensor& x, NodeRef r, const std::vector<int64_t>& dims, bool keepdim) {
+  if (keepdim) return Tensor(r);
+  Shape s;
+  for (int64_t i = 0; i < x.dim(); i++)
+    if (std::find(dims.begin(), dims.end(), i) == dims.end()) s.push_back(x.shape()[i]);
+  return Tensor(frontend::reshape(r, s));
+}
+
+Tensor reduce(const char* op, Op rop, const Tensor& x, std::vector<int64_t> dims, bool keepdim, DType acc, DType out) {
+  dims = norm_dims(op, dims, x.dim());
+  NodeRef r = frontend::reduce(rop, x.to(acc).node(), dims);
+  return finish(x, frontend::cast(r, out), dims, keepdim);
+}
+
+// Accumulate half types in f32 and small ints in i64, as PyTorch does.
+DType sum_out(DType t) { return is_float(t) ? t : DType::I64; }
+DType acc_of(DType t) { return (t == DType::F16 || t == DType::BF16) ? DType::F32 : t; }
+
+// An order-reversing map (float: -x; int: ~x, which cannot overflow; bool: not), so min = inv(max(inv(x))).
+Tensor invert(const Tensor& x) { return is_float(x.dtype()) ? -x : ~x; }
+
+}  // namespace
+
+Tensor Tensor::sum(std::vector<int64_t> dims, bool keepdim) const {
+  DType out = sum_out(dtype());
+  return reduce("sum", Op::ADD, *this, dims, keepdim, acc_of(out), out);
+}
+Tensor Tensor::prod(std::vector<int64_t> dims, bool keepdim) const {
+  DType out = sum_out(dtype());
+  return reduce("prod", Op::MUL, *this, dims, keepdim, acc_of(out), out);
+}
+Tensor Tensor::max(std::vector<int64_t> dims, bool keepdim) const {
+  return reduce("max", Op::MAX, *this, dims, keepdim, dtype(), dtype());
+}
+Tensor Tensor::min(std::vector<int64_t> dims, bool keepdim) const { return invert(invert(*this).max(dims, keepdim)); }
+Tensor Tensor::mean(std::vector<int64_t> dims, bool keepdim) const {
+  auto nd = norm_dims("mean", dims, dim());
+  int64_t count = 1;
+  for (auto d : nd) count *= shape()[d];
+  DType out = float_result(dtype());
+  Tensor s = reduce("mean", Op::ADD, *this, nd, keepdim, acc_of(out), acc_of(out));
+  return (s * (1.0 / static_cast<double>(count))).to(out);
+}
+
+Tensor Tensor::softmax(int64_t d) const {
+  Tensor x = to(acc_of(float_result(dtype())));
+  Tensor e = (x - x.max(d, true)).exp();
+  return (e / e.sum(d, true)).to(float_result(dtype()));
+}
+
+Tensor Tensor::dot(const Tensor& o) const {
+  if (dim() != 1 || o.dim() != 1 || size(0) != o.size(0))
+    fail("dot", "needs two 1-D tensors of one length, got " + shape_str(shape()) + " and " + shape_str(o.shape()));
+  return (*this * o).sum();
+}
+
+Tensor Tensor::matmul(const Tensor& o) const {
+  if (dim() == 0 || o.dim() == 0)
+    fail("matmul", "both arguments need at least 1 dim, got " + shape_str(shape()) + " and " + shape_str(o.shape()));
+  if (dim() == 1 && o.dim() == 1) return dot(o);
+  Tensor a = dim() == 1 ? unsqueeze(0) : *this;
+  Tensor b = o.dim() == 1 ? o.unsqueeze(1) : o;
+  int64_t k = a.size(-1);
+  if (b.size(-2) != k)
+    fail("matmul", "shapes " + shape_str(shape()) + " and " + shape_str(o.shape()) + " cannot be multiplied (" +
+                       std::to_string(k) + " vs " + std::to_string(b.size(-2)) + ")");
+  // (..., n, k) x (..., k, m): (..., n, 1, k) * (..., 1, m, k) summed over the last dim
+  Tensor prod = a.unsqueeze(-2) * b.transpose(-1, -2).unsqueeze(-3);
+  Tensor r = prod.sum(-1);
+  if (dim() == 1) r = r.squeeze(-2);
+  if (o.dim() == 1) r = r.squeeze(-1);
+  return r;
+}
+Tensor matmul(const Tensor& a, const Tensor& b) { return a.matmul(b); }
+
+}  // namespace kiln

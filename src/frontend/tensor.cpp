@@ -1,0 +1,195 @@
+// Tensor handle: properties, realization, reading values, printing, dtype conversion.
+#include "kiln/tensor.h"
+
+#include <cmath>
+#include <cstring>
+#include <iomanip>
+#include <sstream>
+
+#include "frontend/graph.h"
+#include "runtime/buffer.h"
+#include "runtime/realize.h"
+
+namespace kiln {
+
+using frontend::fail;
+using ir::NodeRef;
+
+struct Tensor::Impl {
+  NodeRef node;
+};
+
+Tensor::Tensor(std::shared_ptr<const ir::Node> node) : impl_(std::make_shared<Impl>(Impl{std::move(node)})) {}
+
+const std::shared_ptr<const ir::Node>& Tensor::node() const {
+  if (!impl_) throw Error("kiln: use of an undefined tensor");
+  return impl_->node;
+}
+const Shape& Tensor::shape() const { return node()->shape; }
+DType Tensor::dtype() const { return node()->dtype; }
+int64_t Tensor::numel() const { return node()->numel(); }
+int64_t Tensor::size(int64_t d) const { return shape()[frontend::norm_dim("size", d, dim())]; }
+
+namespace {
+NodeRef buffer_node(const std::shared_ptr<Buffer>& b, const Shape& s) {
+  NodeRef n = ir::make(ir::Op::BUFFER, b->dtype, s, {}, {b->id});
+  n->buffer = b;
+  return n;
+}
+}  // namespace
+
+void realize(const std::vector<Tensor>& ts) {
+  std::vector<NodeRef> roots;
+  for (auto& t : ts)
+    if (t.node()->op != ir::Op::BUFFER) roots.push_back(t.node());
+  if (roots.empty()) return;
+  runtime::realize(roots);
+  // the tensors now point at their buffers, so the graph behind them can be freed
+  for (auto& t : ts) {
+    auto& n = const_cast<NodeRef&>(t.node());
+    if (n->op != ir::Op::BUFFER) n = buffer_node(n->buffer, n->shape);
+  }
+}
+
+const Tensor& Tensor::realize() const {
+  kiln::realize({*this});
+  return *this;
+}
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  realize();
+  const Buffer& b = *node()->buffer;
+  std::vector<T> out(static_cast<size_t>(b.numel));
+  for (int64_t k = 0; k < b.numel; k++) {
+    if constexpr (std::is_floating_point_v<T>)
+      out[k] = static_cast<T>(b.get_f(k));
+    else if (is_float(b.dtype))
+      out[k] = static_cast<T>(b.get_f(k));
+    else
+      out[k] = static_cast<T>(b.get_i(k));
+  }
+  return out;
+}
+
+template <class T>
+T Tensor::item() const {
+  if (numel() != 1) fail("item", "tensor of shape " + shape_str(shape()) + " has " + std::to_string(numel()) +
+                                      " elements, item() needs exactly one");
+  return to_vector<T>()[0];
+}
+
+#define KILN_READ(T)                                   \
+  template std::vector<T> Tensor::to_vector<T>() const; \
+  template T Tensor::item<T>() const;
+KILN_READ(float)
+KILN_READ(double)
+KILN_READ(int8_t)
+KILN_READ(int16_t)
+KILN_READ(int32_t)
+KILN_READ(int64_t)
+KILN_READ(uint8_t)
+KILN_READ(uint16_t)
+KILN_READ(uint32_t)
+KILN_READ(uint64_t)
+KILN_READ(bool)
+#undef KILN_READ
+
+Tensor Tensor::to(DType t) const { return Tensor(frontend::cast(node(), t)); }
+
+Tensor Tensor::contiguous() const {
+  if (node()->op == ir::Op::BUFFER) return *this;
+  return Tensor(ir::make(ir::Op::CONTIGUOUS, dtype(), shape(), {node()}));
+}
+
+// --- printing, PyTorch style ---
+namespace {
+void print_rec(std::ostringstream& os, const Buffer& b, const Shape& s, size_t d, int64_t& k, int indent) {
+  if (d == s.size()) {
+    if (b.dtype == DType::Bool) {
+      os << (b.get_i(k++) ? "True" : "False");
+    } else if (is_float(b.dtype)) {
+      double v = b.get_f(k++);
+      if (std::isnan(v)) os << "nan";
+      else if (std::isinf(v)) os << (v > 0 ? "inf" : "-inf");
+      else if (v == std::floor(v) && std::fabs(v) < 1e15) os << static_cast<int64_t>(v) << ".";
+      else os << std::setprecision(4) << v;
+    } else {
+      os << b.get_i(k++);
+    }
+    return;
+  }
+  os << "[";
+  for (int64_t i = 0; i < s[d]; i++) {
+    if (i) {
+      os << ",";
+      if (d + 1 < s.size()) os << std::string(s.size() - d - 1, '\n') << std::string(indent + d + 1, ' ');
+      else os << " ";
+    }
+    print_rec(os, b, s, d + 1, k, indent);
+  }
+  os << "]";
+}
+}  // namespace
+
+std::string Tensor::str() const {
+  realize();
+  std::ostringstream os;
+  os << "tensor(";
+  int64_t k = 0;
+  print_rec(os, *node()->buffer, shape(), 0, k, 7);
+  if (dtype() != DType::F32 && dtype() != DType::I64 && dtype() != DType::Bool) os << ", dtype=" << to_string(dtype());
+  os << ")";
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+
+// --- creation from host data ---
+Tensor from_buffer(const void* data, Shape shape, DType dtype) {
+  int64_t n = 1;
+  for (auto d : shape) {
+    if (d < 0) fail("tensor", "negative dimension in shape " + shape_str(shape));
+    n *= d;
+  }
+  auto b = std::make_shared<Buffer>(dtype, n);
+  if (n) std::memcpy(b->data, data, b->nbytes());
+  return Tensor(buffer_node(b, shape));
+}
+
+template <class T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return DType::F32;
+  else if constexpr (std::is_same_v<T, double>) return DType::F64;
+  else if constexpr (std::is_same_v<T, int8_t>) return DType::I8;
+  else if constexpr (std::is_same_v<T, int16_t>) return DType::I16;
+  else if constexpr (std::is_same_v<T, int32_t>) return DType::I32;
+  else if constexpr (std::is_same_v<T, int64_t>) return DType::I64;
+  else if constexpr (std::is_same_v<T, uint8_t>) return DType::U8;
+  else if constexpr (std::is_same_v<T, uint32_t>) return DType::U32;
+  else return DType::U64;
+}
+
+template <class T>
+Tensor tensor(const std::vector<T>& data, Shape shape) {
+  if (shape.empty()) shape = {static_cast<int64_t>(data.size())};  // like torch.tensor([...])
+  // (a 0-d tensor comes from full({}, v))
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  if (n != static_cast<int64_t>(data.size()))
+    fail("tensor", std::to_string(data.size()) + " values do not fill shape " + shape_str(shape));
+  return from_buffer(data.data(), shape, dtype_of<T>());
+}
+template Tensor tensor(const std::vector<float>&, Shape);
+template Tensor tensor(const std::vector<double>&, Shape);
+template Tensor tensor(const std::vector<int8_t>&, Shape);
+template Tensor tensor(const std::vector<int16_t>&, Shape);
+template Tensor tensor(const std::vector<int32_t>&, Shape);
+template Tensor tensor(const std::vector<int64_t>&, Shape);
+template Tensor tensor(const std::vector<uint8_t>&, Shape);
+template Tensor tensor(const std::vector<uint32_t>&, Shape);
+template Tensor tensor(const std::vector<uint64_t>&, Shape);
+
+Tensor tensor(std::initializer_list<float> data, Shape shape) { return tensor(std::vector<float>(data), shape); }
+
+}  // namespace kiln

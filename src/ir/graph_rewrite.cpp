@@ -1,0 +1,123 @@
+// Tensor-graph rewrite passes (see graph_rewrite.h).
+#include "ir/graph_rewrite.h"
+
+#include <iostream>
+
+#include "kiln/debug.h"
+#include "runtime/interpreter.h"
+
+namespace kiln::ir {
+
+namespace {
+
+bool all_const(const NodeRef& n) {
+  for (auto& s : n->src)
+    if (s->op != Op::CONST) return false;
+  return !n->src.empty();
+}
+
+NodeRef scalar_const(const NodeRef& n) { return make(Op::CONST, n->dtype, {}, {}, n->arg, n->fval); }
+
+bool realized(const NodeRef& n) { return n->op == Op::BUFFER || n->buffer; }
+
+}  // namespace
+
+const RuleSet& fold_constants_rules() {
+  static const RuleSet rules = [] {
+    RuleSet r("fold_constants");
+    // an elementwise op of constants is a constant: evaluate it once on scalars with the oracle
+    Rule fold = [](const NodeRef& n) -> NodeRef {
+      if (!all_const(n) || realized(n) || n->op == Op::BITCAST) return nullptr;
+      std::vector<NodeRef> src;
+      for (auto& s : n->src) src.push_back(scalar_const(s));
+      ref::Array a = ref::evaluate(make(n->op, n->dtype, {}, src, n->arg, n->fval), false);
+      if (is_float(n->dtype)) return const_float(a.f[0], n->dtype, n->shape);
+      return const_int(a.i[0], n->dtype, n->shape);
+    };
+    for (int op = 0; op < static_cast<int>(Op::COUNT_); op++)
+      if (is_elementwise(static_cast<Op>(op))) r.on(static_cast<Op>(op), fold);
+    return r;
+  }();
+  return rules;
+}
+
+const RuleSet& algebraic_rules() {
+  static const RuleSet rules = [] {
+    RuleSet r("algebraic");
+    auto same_type = [](const NodeRef& a, const NodeRef& n) { return a->dtype == n->dtype && a->shape == n->shape; };
+    r.on(Op::MUL, [=](const NodeRef& n) -> NodeRef {
+      for (int k = 0; k < 2; k++) {
+        const NodeRef &c = n->src[k], &x = n->src[1 - k];
+        if (is_const_value(c, 1) && same_type(x, n)) return x;
+        // x*0 -> 0 only where exact: NaN*0 and inf*0 are NaN for floats
+        if (is_const_value(c, 0) && (!is_float(n->dtype) || settings().fast_math)) return c;
+      }
+      return nullptr;
+    });
+    r.on(Op::ADD, [=](const NodeRef& n) -> NodeRef {
+      for (int k = 0; k < 2; k++)
+        if (is_const_value(n->src[k], 0) && same_type(n->src[1 - k], n)) return n->src[1 - k];
+      return nullptr;
+    });
+    r.on(Op::CAST, [](const NodeRef& n) -> NodeRef { return n->src[0]->dtype == n->dtype ? n->src[0] : nullptr; });
+    r.on(Op::WHERE, [](const NodeRef& n) -> NodeRef {
+      if (n->src[1] == n->src[2]) return n->src[1];
+      if (n->src[0]->op == Op::CONST) return n->src[0]->ival() ? n->src[1] : n->src[2];
+      return nullptr;
+    });
+    return r;
+  }();
+  return rules;
+}
+
+const RuleSet& movement_rules() {
+  static const RuleSet rules = [] {
+    RuleSet r("movement");
+    // any view of a constant is a constant of the new shape (PAD excepted: it adds zeros)
+    Rule view_of_const = [](const NodeRef& n) -> NodeRef {
+      if (n->src[0]->op != Op::CONST) return nullptr;
+      return make(Op::CONST, n->dtype, n->shape, {}, n->src[0]->arg, n->src[0]->fval);
+    };
+    Rule no_op = [](const NodeRef& n) -> NodeRef {
+      return n->shape == n->src[0]->shape && n->op != Op::PERMUTE && n->op != Op::FLIP ? n->src[0] : nullptr;
+    };
+    r.on({Op::RESHAPE, Op::EXPAND, Op::PERMUTE, Op::SHRINK, Op::FLIP}, view_of_const);
+    r.on({Op::RESHAPE, Op::EXPAND, Op::SHRINK, Op::PAD}, no_op);
+    r.on(Op::RESHAPE, [](const NodeRef& n) -> NodeRef {
+      if (n->src[0]->op != Op::RESHAPE) return nullptr;
+      return make(Op::RESHAPE, n->dtype, n->shape, {n->src[0]->src[0]});
+    });
+    r.on(Op::PERMUTE, [](const NodeRef& n) -> NodeRef {
+      std::vector<int64_t> perm = n->arg;
+      NodeRef x = n->src[0];
+      if (x->op == Op::PERMUTE) {  // out dim i is x's dim perm[i], which is x->src's dim x->arg[perm[i]]
+        for (auto& p : perm) p = x->arg[static_cast<size_t>(p)];
+        x = x->src[0];
+      }
+      bool identity = true;
+      for (size_t i = 0; i < perm.size(); i++) identity &= perm[i] == static_cast<int64_t>(i);
+      if (identity) return x;
+      if (x == n->src[0]) return nullptr;
+      return make(Op::PERMUTE, n->dtype, n->shape, {x}, perm);
+    });
+    r.on(Op::FLIP, [](const NodeRef& n) -> NodeRef {
+      for (auto f : n->arg)
+        if (f) return nullptr;
+      return n->src[0];
+    });
+    return r;
+  }();
+  return rules;
+}
+
+std::vector<NodeRef> rewrite_graph(const std::vector<NodeRef>& roots) {
+  std::vector<NodeRef> cur = roots;
+  for (const RuleSet* rs : {&movement_rules(), &algebraic_rules(), &fold_constants_rules(), &movement_rules(),
+                            &algebraic_rules()}) {
+    cur = rewrite(cur, *rs);
+    if (settings().debug >= 6) std::cerr << "kiln: graph after " << rs->name() << ":\n" << dump(cur);
+  }
+  return cur;
+}
+
+}  // namespace kiln::ir

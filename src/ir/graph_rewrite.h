@@ -1,0 +1,18 @@
+// Graph rewrites on the tensor graph before scheduling: constant folding, algebraic identities,
+// movement-op composition and removal of no-op views. Each pass is a RuleSet; KILN_DEBUG=6 dumps
+// the graph after each pass.
+#pragma once
+#include <vector>
+
+#include "ir/node.h"
+#include "ir/rewrite.h"
+
+namespace kiln::ir {
+
+const RuleSet& fold_constants_rules();
+const RuleSet& algebraic_rules();   // x*1, x+0, x*0 (exact cases), cast to own dtype
+const RuleSet& movement_rules();    // reshape∘reshape, permute∘permute, identities, views of constants
+
+std::vector<NodeRef> rewrite_graph(const std::vector<NodeRef>& roots);
+
+}  // namespace kiln::ir

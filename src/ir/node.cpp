@@ -1,0 +1,198 @@
+// Hash-consing table and small constructors for IR nodes.
+#include "ir/node.h"
+
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "kiln/error.h"
+
+namespace kiln::ir {
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  v *= 0x9e3779b97f4a7c15ull;
+  v ^= v >> 31;
+  h ^= v + 0x7f4a7c159e3779b9ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+uint64_t content_hash(const Node& n) {
+  uint64_t h = mix(static_cast<uint64_t>(n.op), static_cast<uint64_t>(n.dtype) + 1);
+  h = mix(h, n.shape.size());
+  for (auto d : n.shape) h = mix(h, static_cast<uint64_t>(d));
+  h = mix(h, n.arg.size());
+  for (auto a : n.arg) h = mix(h, static_cast<uint64_t>(a));
+  uint64_t fb;
+  std::memcpy(&fb, &n.fval, 8);
+  h = mix(h, fb);
+  for (auto& s : n.src) h = mix(h, s->hash);
+  return h;
+}
+
+bool same_content(const Node& a, const Node& b) {
+  if (a.op != b.op || a.dtype != b.dtype || a.shape != b.shape || a.arg != b.arg || a.src.size() != b.src.size())
+    return false;
+  if (std::memcmp(&a.fval, &b.fval, 8) != 0) return false;
+  for (size_t i = 0; i < a.src.size(); i++)
+    if (a.src[i].get() != b.src[i].get()) return false;
+  return true;
+}
+
+struct Table {
+  std::mutex mu;
+  std::unordered_multimap<uint64_t, std::weak_ptr<const Node>> map;
+  size_t inserts_since_sweep = 0;
+};
+
+Table& table() {
+  static Table* t = new Table();  // never destroyed: nodes may outlive static destructors
+  return *t;
+}
+
+}  // namespace
+
+int64_t Node::numel() const {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+std::string Node::str() const {
+  std::ostringstream os;
+  os << op_name(op) << " " << dtype_name(dtype);
+  if (!shape.empty()) {
+    os << " (";
+    for (size_t i = 0; i < shape.size(); i++) os << (i ? "," : "") << shape[i];
+    os << ")";
+  }
+  if (op == Op::CONST) {
+    if (is_float(dtype)) os << " " << fval; else os << " " << ival();
+  } else if ((op == Op::REDUCE || op == Op::DEFINE_ACC) && !arg.empty()) {
+    os << " " << op_name(static_cast<Op>(arg[0]));
+    for (size_t i = 1; i < arg.size(); i++) os << (i == 1 ? " axes " : ",") << arg[i];
+  } else if (!arg.empty()) {
+    os << " [";
+    for (size_t i = 0; i < arg.size(); i++) os << (i ? "," : "") << arg[i];
+    os << "]";
+  }
+  return os.str();
+}
+
+NodeRef make(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vector<int64_t> arg, double fval) {
+  auto n = std::make_shared<Node>();
+  n->op = op;
+  n->dtype = dtype;
+  n->shape = std::move(shape);
+  n->src = std::move(src);
+  n->arg = std::move(arg);
+  n->fval = fval;
+  n->hash = content_hash(*n);
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto [lo, hi] = t.map.equal_range(n->hash);
+  for (auto it = lo; it != hi;) {
+    if (auto alive = it->second.lock()) {
+      if (same_content(*alive, *n)) return alive;
+      ++it;
+    } else {
+      it = t.map.erase(it);
+    }
+  }
+  t.map.emplace(n->hash, n);
+  if (++t.inserts_since_sweep > 2 * t.map.size() + 1024) {  // drop dead entries now and then
+    for (auto it = t.map.begin(); it != t.map.end();) it = it->second.expired() ? t.map.erase(it) : std::next(it);
+    t.inserts_since_sweep = 0;
+  }
+  return n;
+}
+
+size_t live_nodes() {
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  size_t k = 0;
+  for (auto& [h, w] : t.map) k += !w.expired();
+  return k;
+}
+
+NodeRef const_int(int64_t v, DType t, Shape shape) {
+  if (is_float(t)) return const_float(static_cast<double>(v), t, std::move(shape));
+  if (t == DType::Bool) v = v != 0;
+  return make(Op::CONST, t, std::move(shape), {}, {v});
+}
+
+NodeRef const_float(double v, DType t, Shape shape) {
+  if (!is_float(t)) return const_int(static_cast<int64_t>(v), t, std::move(shape));
+  return make(Op::CONST, t, std::move(shape), {}, {}, v);
+}
+
+NodeRef const_like(const NodeRef& like, double v) { return const_float(v, like->dtype, like->shape); }
+
+double const_value(const NodeRef& n) { return is_float(n->dtype) ? n->fval : static_cast<double>(n->ival()); }
+
+bool is_const_value(const NodeRef& n, double v) { return n->op == Op::CONST && const_value(n) == v; }
+
+NodeRef range(int64_t id, int64_t size, bool reduce) {
+  return make(Op::RANGE, DType::I64, {}, {}, {id, size, reduce ? 1 : 0});
+}
+
+NodeRef alu(Op op, NodeRef a, NodeRef b) {
+  DType t = is_comparison(op) ? DType::Bool : a->dtype;
+  return make(op, t, {}, {std::move(a), std::move(b)});
+}
+NodeRef operator+(NodeRef a, NodeRef b) { return alu(Op::ADD, std::move(a), std::move(b)); }
+NodeRef operator*(NodeRef a, NodeRef b) { return alu(Op::MUL, std::move(a), std::move(b)); }
+NodeRef operator+(NodeRef a, int64_t b) { return alu(Op::ADD, std::move(a), const_int(b)); }
+NodeRef operator*(NodeRef a, int64_t b) { return alu(Op::MUL, std::move(a), const_int(b)); }
+NodeRef idiv(NodeRef a, int64_t b) { return alu(Op::IDIV, std::move(a), const_int(b)); }
+NodeRef mod(NodeRef a, int64_t b) { return alu(Op::MOD, std::move(a), const_int(b)); }
+NodeRef lt(NodeRef a, int64_t b) { return alu(Op::CMPLT, std::move(a), const_int(b)); }
+NodeRef ge(NodeRef a, int64_t b) {  // a >= b  <=>  !(a < b)  <=>  (a < b) xor true
+  return alu(Op::XOR, lt(std::move(a), b), const_int(1, DType::Bool));
+}
+NodeRef land(NodeRef a, NodeRef b) {
+  if (!a) return b;
+  if (!b) return a;
+  return alu(Op::AND, std::move(a), std::move(b));
+}
+
+std::vector<NodeRef> toposort(const std::vector<NodeRef>& roots) {
+  std::vector<NodeRef> order;
+  std::unordered_set<const Node*> seen;
+  std::vector<std::pair<NodeRef, size_t>> stack;
+  for (auto& r : roots) {
+    if (!r || seen.count(r.get())) continue;
+    stack.push_back({r, 0});
+    seen.insert(r.get());
+    while (!stack.empty()) {
+      auto& [n, i] = stack.back();
+      if (i < n->src.size()) {
+        NodeRef s = n->src[i++];
+        if (seen.insert(s.get()).second) stack.push_back({s, 0});
+      } else {
+        order.push_back(n);
+        stack.pop_back();
+      }
+    }
+  }
+  return order;
+}
+
+std::string dump(const std::vector<NodeRef>& roots) {
+  auto order = toposort(roots);
+  std::unordered_map<const Node*, size_t> id;
+  std::ostringstream os;
+  for (auto& n : order) {
+    id[n.get()] = id.size();
+    os << "  %" << id[n.get()] << " = " << n->str();
+    for (auto& s : n->src) os << " %" << id[s.get()];
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace kiln::ir

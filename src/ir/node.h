@@ -1,0 +1,74 @@
+// The IR node: one hash-consed type for tensor graphs, kernel ASTs and index expressions.
+// Structurally equal nodes are the same object, so CSE is free and `hash` is a content key.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/ops.h"
+#include "kiln/dtype.h"
+
+namespace kiln {
+struct Buffer;
+}
+
+namespace kiln::ir {
+
+struct Node;
+using NodeRef = std::shared_ptr<const Node>;
+using Shape = std::vector<int64_t>;
+
+struct Node {
+  Op op;
+  DType dtype;
+  Shape shape;                 // tensor-level nodes; empty for scalars and kernel-level nodes
+  std::vector<NodeRef> src;
+  std::vector<int64_t> arg;    // op-specific integers (axes, perm, pads, const value bits ...)
+  double fval = 0;             // CONST value for float dtypes
+  uint64_t hash = 0;           // content hash (BUFFER hashes its id)
+
+  // BUFFER nodes hold their storage; any node may be realized into a buffer (its value, computed).
+  mutable std::shared_ptr<Buffer> buffer;
+  // Interval bounds of integer expressions, filled in by the simplifier (cached).
+  mutable bool has_bounds = false;
+  mutable int64_t vmin_ = 0, vmax_ = 0;
+
+  int64_t numel() const;
+  bool is_const() const { return op == Op::CONST; }
+  int64_t ival() const { return arg.empty() ? 0 : arg[0]; }  // CONST int value, RANGE id ...
+  std::string str() const;  // one-line summary
+};
+
+// Creates (or finds) the unique node with this content.
+NodeRef make(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vector<int64_t> arg = {},
+             double fval = 0);
+
+// Scalars and helpers used by every pass.
+NodeRef const_int(int64_t v, DType t = DType::I64, Shape shape = {});
+NodeRef const_float(double v, DType t, Shape shape = {});
+NodeRef const_like(const NodeRef& like, double v);  // same dtype and shape as `like`
+double const_value(const NodeRef& n);               // CONST value as double
+bool is_const_value(const NodeRef& n, double v);
+
+// Kernel-level index expressions (I64 scalars).
+NodeRef range(int64_t id, int64_t size, bool reduce);  // RANGE arg: {id, size, reduce}
+NodeRef alu(Op op, NodeRef a, NodeRef b);               // result dtype: bool for comparisons, else a's
+NodeRef operator+(NodeRef a, NodeRef b);
+NodeRef operator*(NodeRef a, NodeRef b);
+NodeRef operator+(NodeRef a, int64_t b);
+NodeRef operator*(NodeRef a, int64_t b);
+NodeRef idiv(NodeRef a, int64_t b);
+NodeRef mod(NodeRef a, int64_t b);
+NodeRef lt(NodeRef a, int64_t b);
+NodeRef ge(NodeRef a, int64_t b);
+NodeRef land(NodeRef a, NodeRef b);  // logical and of two bool expressions (nullptr means true)
+
+// Nodes reachable from roots, sources before users.
+std::vector<NodeRef> toposort(const std::vector<NodeRef>& roots);
+// Debug dump of a DAG, one line per node.
+std::string dump(const std::vector<NodeRef>& roots);
+// Number of interned nodes alive (for tests of the hash-consing table).
+size_t live_nodes();
+
+}  // namespace kiln::ir

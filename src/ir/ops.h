@@ -1,0 +1,49 @@
+// The primitive op set shared by every IR level: tensor graph, kernel AST and linear program.
+#pragma once
+#include <cstdint>
+
+namespace kiln::ir {
+
+enum class Op : uint8_t {
+  // sources
+  BUFFER, CONST, IOTA,
+  // elementwise unary
+  EXP2, LOG2, SIN, SQRT, RECIP, TRUNC, CAST, BITCAST,
+  // elementwise binary
+  ADD, MUL, MAX, IDIV, MOD, CMPLT, CMPNE, AND, OR, XOR, SHL, SHR,
+  // elementwise ternary
+  WHERE, MULACC,
+  // reduce (arg: reduce op, axes)
+  REDUCE,
+  // movement: free views, become index arithmetic at scheduling time
+  RESHAPE, PERMUTE, EXPAND, PAD, SHRINK, FLIP,
+  // realization points
+  CONTIGUOUS,
+  // kernel level
+  DEFINE_GLOBAL, RANGE, LOAD, STORE, DEFINE_ACC, ENDRANGE, SINK,
+  COUNT_
+};
+
+const char* op_name(Op op);
+bool is_unary(Op op);
+bool is_binary(Op op);
+bool is_elementwise(Op op);  // unary, binary, ternary
+bool is_movement(Op op);
+bool is_commutative(Op op);
+bool is_comparison(Op op);   // CMPLT, CMPNE: result is bool
+
+}  // namespace kiln::ir
+
+// Tensor-level semantics (the reference interpreter implements exactly this):
+// - every elementwise node's sources have the node's shape (the frontend inserts EXPANDs);
+//   binary sources share one dtype; comparisons return bool; WHERE(cond: bool, a, b).
+// - CONST: the value (fval for floats, arg[0] for ints/bool) everywhere in its shape.
+// - IOTA arg {d}: the element's index along dim d.
+// - BUFFER arg {id}: node->buffer holds the data, contiguous row-major.
+// - REDUCE arg {reduce op (ADD, MUL or MAX as int), axes...}: output keeps reduced dims as 1.
+// - RESHAPE: node shape is the new shape. PERMUTE arg = perm (out dim i is in dim perm[i]).
+//   EXPAND: size-1 dims grow to the node shape. PAD arg {before0, after0, before1, ...} fills 0.
+//   SHRINK arg {start0, end0, ...}. FLIP arg {0/1 per dim}.
+// - CAST converts values (float->int truncates, ->bool is != 0, ->f16/bf16 rounds); BITCAST
+//   reinterprets bits of a same-size type. IDIV/MOD truncate toward zero (C); MAX propagates NaN;
+//   integer arithmetic wraps at the dtype's width.

@@ -1,0 +1,84 @@
+// Bottom-up fixed-point rewriting with per-op rule lists.
+#include "ir/rewrite.h"
+
+namespace kiln::ir {
+
+NodeRef with_src(const NodeRef& n, std::vector<NodeRef> new_src) {
+  bool same = new_src.size() == n->src.size();
+  for (size_t i = 0; same && i < new_src.size(); i++) same = new_src[i].get() == n->src[i].get();
+  if (same) return n;
+  NodeRef r = make(n->op, n->dtype, n->shape, std::move(new_src), n->arg, n->fval);
+  if (n->op == Op::BUFFER) r->buffer = n->buffer;
+  return r;
+}
+
+NodeRef Rewriter::operator()(const NodeRef& root) {
+  // iterative post-order so deep graphs do not overflow the stack
+  std::vector<std::pair<NodeRef, bool>> stack{{root, false}};
+  while (!stack.empty()) {
+    auto [n, expanded] = stack.back();
+    if (memo_.count(n.get())) {
+      stack.pop_back();
+      continue;
+    }
+    if (n->buffer) {  // realized: its value is computed already, so it is a leaf
+      memo_[n.get()] = n;
+      keep_.push_back(n);
+      stack.pop_back();
+      continue;
+    }
+    if (!expanded) {
+      stack.back().second = true;
+      for (auto& s : n->src)
+        if (!memo_.count(s.get())) stack.push_back({s, false});
+      continue;
+    }
+    stack.pop_back();
+    std::vector<NodeRef> ns;
+    ns.reserve(n->src.size());
+    for (auto& s : n->src) ns.push_back(memo_.at(s.get()));
+    NodeRef cur = with_src(n, std::move(ns));
+    for (int guard = 0; guard < 1000; guard++) {
+      NodeRef next;
+      for (auto& rule : rules_.rules_for(cur->op))
+        if ((next = rule(cur))) break;
+      if (!next || next.get() == cur.get()) break;
+      // the replacement may contain new nodes whose sources need rewriting too
+      bool fresh_src = false;
+      for (auto& s : next->src) fresh_src |= !memo_.count(s.get());
+      cur = fresh_src ? Rewriter(rules_)(next) : next;
+      if (fresh_src) break;
+    }
+    memo_[n.get()] = cur;
+    keep_.push_back(n);
+  }
+  return memo_.at(root.get());
+}
+
+std::vector<NodeRef> Rewriter::operator()(const std::vector<NodeRef>& roots) {
+  std::vector<NodeRef> out;
+  for (auto& r : roots) out.push_back((*this)(r));
+  return out;
+}
+
+NodeRef rewrite(const NodeRef& root, const RuleSet& rules) { return Rewriter(rules)(root); }
+std::vector<NodeRef> rewrite(const std::vector<NodeRef>& roots, const RuleSet& rules) {
+  return Rewriter(rules)(roots);
+}
+
+NodeRef substitute(const NodeRef& root, const std::unordered_map<const Node*, NodeRef>& subs) {
+  std::unordered_map<const Node*, NodeRef> memo;
+  for (auto& n : toposort({root})) {
+    auto it = subs.find(n.get());
+    if (it != subs.end()) {
+      memo[n.get()] = it->second;
+      continue;
+    }
+    std::vector<NodeRef> ns;
+    for (auto& s : n->src) ns.push_back(memo.at(s.get()));
+    memo[n.get()] = with_src(n, std::move(ns));
+  }
+  return memo.at(root.get());
+}
+
+}  // namespace kiln::ir

@@ -1,0 +1,80 @@
+// Buffer allocation and element access on the host.
+#include "runtime/buffer.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "kiln/error.h"
+
+namespace kiln {
+
+namespace {
+std::atomic<int64_t> next_buffer_id{1};
+}
+
+Buffer::Buffer(DType dtype_, int64_t numel_, Device device_)
+    : dtype(dtype_), numel(numel_), device(device_), id(next_buffer_id++) {
+  if (numel < 0) throw Error("Buffer: negative size " + std::to_string(numel));
+  size_t bytes = nbytes();
+  size_t rounded = (bytes + 63) / 64 * 64;
+  data = std::aligned_alloc(64, rounded ? rounded : 64);
+  if (!data) throw Error("Buffer: out of host memory allocating " + std::to_string(bytes) + " bytes");
+}
+
+Buffer::~Buffer() { std::free(data); }
+
+double Buffer::get_f(int64_t k) const {
+  const char* p = static_cast<const char*>(data);
+  switch (dtype) {
+    case DType::F32: return reinterpret_cast<const float*>(p)[k];
+    case DType::F64: return reinterpret_cast<const double*>(p)[k];
+    case DType::F16: return half_to_float(reinterpret_cast<const uint16_t*>(p)[k]);
+    case DType::BF16: return bf16_to_float(reinterpret_cast<const uint16_t*>(p)[k]);
+    default: return static_cast<double>(get_i(k));
+  }
+}
+
+int64_t Buffer::get_i(int64_t k) const {
+  const char* p = static_cast<const char*>(data);
+  switch (dtype) {
+    case DType::Bool: return reinterpret_cast<const uint8_t*>(p)[k] != 0;
+    case DType::U8: return reinterpret_cast<const uint8_t*>(p)[k];
+    case DType::I8: return reinterpret_cast<const int8_t*>(p)[k];
+    case DType::I16: return reinterpret_cast<const int16_t*>(p)[k];
+    case DType::I32: return reinterpret_cast<const int32_t*>(p)[k];
+    case DType::I64: return reinterpret_cast<const int64_t*>(p)[k];
+    case DType::U32: return reinterpret_cast<const uint32_t*>(p)[k];
+    case DType::U64: return static_cast<int64_t>(reinterpret_cast<const uint64_t*>(p)[k]);
+    default: return static_cast<int64_t>(get_f(k));
+  }
+}
+
+void Buffer::set_f(int64_t k, double v) {
+  char* p = static_cast<char*>(data);
+  switch (dtype) {
+    case DType::F32: reinterpret_cast<float*>(p)[k] = static_cast<float>(v); return;
+    case DType::F64: reinterpret_cast<double*>(p)[k] = v; return;
+    case DType::F16: reinterpret_cast<uint16_t*>(p)[k] = float_to_half(static_cast<float>(v)); return;
+    case DType::BF16: reinterpret_cast<uint16_t*>(p)[k] = float_to_bf16(static_cast<float>(v)); return;
+    default: set_i(k, std::isfinite(v) ? static_cast<int64_t>(v) : 0); return;
+  }
+}
+
+void Buffer::set_i(int64_t k, int64_t v) {
+  char* p = static_cast<char*>(data);
+  switch (dtype) {
+    case DType::Bool: reinterpret_cast<uint8_t*>(p)[k] = v != 0; return;
+    case DType::U8: reinterpret_cast<uint8_t*>(p)[k] = static_cast<uint8_t>(v); return;
+    case DType::I8: reinterpret_cast<int8_t*>(p)[k] = static_cast<int8_t>(v); return;
+    case DType::I16: reinterpret_cast<int16_t*>(p)[k] = static_cast<int16_t>(v); return;
+    case DType::I32: reinterpret_cast<int32_t*>(p)[k] = static_cast<int32_t>(v); return;
+    case DType::I64: reinterpret_cast<int64_t*>(p)[k] = v; return;
+    case DType::U32: reinterpret_cast<uint32_t*>(p)[k] = static_cast<uint32_t>(v); return;
+    case DType::U64: reinterpret_cast<uint64_t*>(p)[k] = static_cast<uint64_t>(v); return;
+    default: set_f(k, static_cast<double>(v)); return;
+  }
+}
+
+}  // namespace kiln

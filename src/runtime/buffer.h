@@ -1,0 +1,30 @@
+// Device memory for realized tensors (CPU: aligned host memory). Contiguous, row-major.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "kiln/device.h"
+#include "kiln/dtype.h"
+
+namespace kiln {
+
+struct Buffer {
+  Buffer(DType dtype, int64_t numel, Device device = Device::cpu());
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  DType dtype;
+  int64_t numel;
+  Device device;
+  void* data = nullptr;  // host pointer on CPU
+  int64_t id;            // unique, names the BUFFER node
+  size_t nbytes() const { return static_cast<size_t>(numel) * dtype_size(dtype); }
+  // element k as double / int64 (host reads, used by the interpreter and printing)
+  double get_f(int64_t k) const;
+  int64_t get_i(int64_t k) const;
+  void set_f(int64_t k, double v);
+  void set_i(int64_t k, int64_t v);
+};
+
+}  // namespace kiln

@@ -1,0 +1,127 @@
+// Program cache (see program_cache.h): dlopen'ed shared objects, an index file per kernel on disk.
+#include "runtime/program_cache.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "codegen/render_c.h"
+#include "kiln/debug.h"
+#include "kiln/error.h"
+#include "runtime/cpu/compiler.h"
+#include "runtime/file_util.h"
+
+namespace kiln::runtime {
+
+namespace {
+
+struct Library {
+  void* handle = nullptr;
+  ~Library() {
+    if (handle) dlclose(handle);
+  }
+};
+
+struct Cache {
+  std::mutex mu;
+  std::unordered_map<std::string, KernelFn> fns;                    // key -> entry point
+  std::unordered_map<std::string, std::shared_ptr<Library>> libs;  // so path -> handle
+};
+
+Cache& cache() {
+  static Cache* c = new Cache();  // kept for the process lifetime: kernels may run at exit
+  return *c;
+}
+
+std::string hex(uint64_t v) {
+  char b[20];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+std::shared_ptr<Library> open_library(const std::string& path) {
+  auto& libs = cache().libs;
+  auto it = libs.find(path);
+  if (it != libs.end()) return it->second;
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) return nullptr;
+  auto lib = std::make_shared<Library>();
+  lib->handle = h;
+  libs[path] = lib;
+  return lib;
+}
+
+KernelFn find_symbol(const std::shared_ptr<Library>& lib, const std::string& symbol) {
+  return lib ? reinterpret_cast<KernelFn>(dlsym(lib->handle, (symbol + "_call").c_str())) : nullptr;
+}
+
+}  // namespace
+
+uint64_t hash_string(const std::string& s, uint64_t seed) {
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  return h ^ (h >> 33);
+}
+
+void clear_memory_cache() {
+  std::lock_guard<std::mutex> l(cache().mu);
+  cache().fns.clear();  // libraries stay loaded: entry points handed out may still be in use
+}
+
+std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels) {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> l(c.mu);
+  const std::string& id = compiler_id();
+  const std::string& dir = settings().cache_dir;
+  std::vector<KernelFn> fns(kernels.size());
+  std::vector<std::string> keys(kernels.size());
+  std::vector<size_t> missing;
+  for (size_t i = 0; i < kernels.size(); i++) {
+    keys[i] = hex(hash_string(kernels[i].source, hash_string(id)));
+    if (auto it = c.fns.find(keys[i]); it != c.fns.end()) {
+      fns[i] = it->second;
+      stats().memory_cache_hits++;
+      continue;
+    }
+    if (auto so = read_file(dir + "/k_" + keys[i] + ".idx")) {
+      if ((fns[i] = find_symbol(open_library(dir + "/" + *so), kernels[i].symbol))) {
+        c.fns[keys[i]] = fns[i];
+        stats().disk_cache_hits++;
+        continue;
+      }
+    }
+    missing.push_back(i);
+  }
+  if (missing.empty()) return fns;
+
+  // one compiler call for every kernel this schedule still needs
+  std::string src = codegen::c_prelude(), what, all_keys;
+  std::unordered_map<std::string, bool> emitted;
+  for (size_t i : missing) {
+    if (emitted[kernels[i].symbol]) continue;
+    emitted[kernels[i].symbol] = true;
+    src += "\n" + kernels[i].source;
+    what += (what.empty() ? "" : ", ") + kernels[i].name;
+    all_keys += keys[i];
+  }
+  make_dirs(dir);
+  std::string so = "b_" + hex(hash_string(all_keys, hash_string(id))) + ".so";
+  compile_shared_object(src, dir + "/" + so, what);
+  auto lib = open_library(dir + "/" + so);
+  if (!lib) throw Error("kiln.compile: cannot load " + dir + "/" + so + ": " + dlerror());
+  for (size_t i : missing) {
+    fns[i] = find_symbol(lib, kernels[i].symbol);
+    if (!fns[i]) throw Error("kiln.compile: kernel " + kernels[i].name + " missing from " + so);
+    c.fns[keys[i]] = fns[i];
+    write_file_atomic(dir + "/k_" + keys[i] + ".idx", so);
+    stats().kernels_compiled++;
+  }
+  return fns;
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,143 @@
+// The realize driver (see realize.h).
+#include "runtime/realize.h"
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include "codegen/passes.h"
+#include "ir/graph_rewrite.h"
+#include "kiln/debug.h"
+#include "kiln/error.h"
+#include "kiln/tensor.h"
+#include "runtime/buffer.h"
+#include "runtime/interpreter.h"
+#include "runtime/program_cache.h"
+#include "runtime/thread_pool.h"
+#include "schedule/schedule.h"
+
+namespace kiln::runtime {
+
+using ir::NodeRef;
+
+namespace {
+
+// Lowering is deterministic in the AST (hash-consed) and the opt settings: cache it.
+std::shared_ptr<const codegen::Lowered> lower_cached(const NodeRef& ast) {
+  static std::mutex mu;
+  static std::unordered_map<const ir::Node*, std::pair<NodeRef, std::shared_ptr<const codegen::Lowered>>> cache[2];
+  auto& c = cache[settings().noopt ? 1 : 0];
+  {
+    std::lock_guard<std::mutex> l(mu);
+    if (auto it = c.find(ast.get()); it != c.end() && settings().debug < 4) return it->second.second;
+  }
+  auto low = std::make_shared<const codegen::Lowered>(codegen::lower(ast));
+  std::lock_guard<std::mutex> l(mu);
+  c[ast.get()] = {ast, low};
+  return low;
+}
+
+double tolerance(DType t) {
+  switch (t) {
+    case DType::F64: return 1e-9;
+    case DType::F32: return 1e-4;
+    case DType::F16: return 1e-2;
+    case DType::BF16: return 3e-2;
+    default: return 0;
+  }
+}
+
+void validate(const schedule::Kernel& k, const codegen::Program& p, const Buffer& out) {
+  ref::Array want = ref::evaluate(k.outputs[0], true);
+  double tol = tolerance(out.dtype);
+  for (int64_t i = 0; i < out.numel; i++) {
+    double got = is_float(out.dtype) ? out.get_f(i) : static_cast<double>(out.get_i(i));
+    double ref = want.at(i);
+    bool ok = got == ref || (std::isnan(got) && std::isnan(ref)) ||
+              (tol > 0 && std::fabs(got - ref) <= tol * (1 + std::fabs(ref)));
+    if (!ok) {
+      std::ostringstream os;
+      os.precision(10);
+      os << "kiln.validate: kernel " << p.name << " (output " << shape_str(k.outputs[0]->shape) << " "
+         << dtype_name(out.dtype) << ") differs from the reference interpreter at element " << i << ": got " << got
+         << ", expected " << ref;
+      throw Error(os.str());
+    }
+  }
+}
+
+}  // namespace
+
+void realize(const std::vector<NodeRef>& roots) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<NodeRef> rewritten = ir::rewrite_graph(roots);
+  schedule::Schedule sched = schedule::make_schedule(rewritten);
+  stats().schedules++;
+
+  std::vector<std::shared_ptr<const codegen::Lowered>> lowered;
+  std::vector<KernelSource> sources;
+  for (auto& k : sched.kernels) {
+    lowered.push_back(lower_cached(k.ast));
+    const auto& p = lowered.back()->program;
+    sources.push_back({p.name, p.symbol, lowered.back()->source});
+  }
+  Stats before = stats();
+  std::vector<KernelFn> fns = load_programs(sources);
+  auto t1 = std::chrono::steady_clock::now();
+
+  int64_t new_bytes = 0;
+  for (auto& n : sched.empty) n->buffer = std::make_shared<Buffer>(n->dtype, 0);
+  for (size_t i = 0; i < sched.kernels.size(); i++) {
+    const auto& k = sched.kernels[i];
+    const auto& p = lowered[i]->program;
+    auto out = std::make_shared<Buffer>(k.outputs[0]->dtype, k.outputs[0]->numel());
+    new_bytes += static_cast<int64_t>(out->nbytes());
+    std::vector<void*> bufs{out->data};
+    int64_t bytes = static_cast<int64_t>(out->nbytes());
+    for (auto& in : k.inputs) {
+      bufs.push_back(in->buffer->data);
+      bytes += static_cast<int64_t>(in->buffer->nbytes());
+    }
+    if (settings().debug >= 3) {
+      std::cerr << "kiln: kernel " << i << " " << p.name << " -> " << shape_str(k.outputs[0]->shape) << " "
+                << dtype_name(k.outputs[0]->dtype) << ", reads " << k.inputs.size() << " buffers, opts:";
+      for (auto& o : lowered[i]->opts) std::cerr << " " << o;
+      std::cerr << (lowered[i]->opts.empty() ? " none" : "") << (p.outer_size > 1 ? ", THREAD" : "") << "\n";
+    }
+    auto k0 = std::chrono::steady_clock::now();
+    KernelFn fn = fns[i];
+    void** args = bufs.data();
+    if (p.outer_size > 1 && p.flops + static_cast<double>(k.outputs[0]->numel()) >= 32768)
+      parallel_for(p.outer_size, [&](int64_t s, int64_t e) { fn(args, s, e); });
+    else
+      fn(args, 0, p.outer_size);
+    auto k1 = std::chrono::steady_clock::now();
+    stats().kernels_run++;
+    if (settings().debug >= 2) {
+      double s = std::chrono::duration<double>(k1 - k0).count();
+      std::fprintf(stderr, "kiln:   %-28s %9.3f ms %9.2f GB/s %9.2f GFLOP/s\n", p.name.c_str(), s * 1e3,
+                   static_cast<double>(bytes) / s * 1e-9, p.flops / s * 1e-9);
+    }
+    if (settings().validate) validate(k, p, *out);
+    k.outputs[0]->buffer = out;
+  }
+  // roots the rewrites turned into other (already computed) nodes share their buffers
+  for (size_t i = 0; i < roots.size(); i++)
+    if (!roots[i]->buffer) roots[i]->buffer = rewritten[i]->buffer;
+  if (settings().debug >= 1) {
+    Stats& now = stats();
+    std::fprintf(stderr,
+                 "kiln: scheduled %zu kernels (programs: %lld from memory, %lld from disk, %lld compiled), "
+                 "%.2f MB new buffers, %.3f ms to schedule and compile\n",
+                 sched.kernels.size(), static_cast<long long>(now.memory_cache_hits - before.memory_cache_hits),
+                 static_cast<long long>(now.disk_cache_hits - before.disk_cache_hits),
+                 static_cast<long long>(now.kernels_compiled - before.kernels_compiled), new_bytes / 1e6,
+                 std::chrono::duration<double>(t1 - t0).count() * 1e3);
+  }
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,13 @@
+// realize: the driver of the pipeline. Graph rewrites -> schedule -> lower (cached) -> compile
+// (cached) -> run on the thread pool -> (KILN_VALIDATE) check each kernel against the interpreter.
+#pragma once
+#include <vector>
+
+#include "ir/node.h"
+
+namespace kiln::runtime {
+
+// After this, every root has node->buffer set.
+void realize(const std::vector<ir::NodeRef>& roots);
+
+}  // namespace kiln::runtime

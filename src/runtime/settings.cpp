@@ -1,0 +1,44 @@
+// Settings from the environment (KILN_DEBUG, KILN_NOOPT, ...) and runtime counters.
+#include <cstdlib>
+#include <string>
+
+#include "kiln/debug.h"
+
+namespace kiln {
+
+namespace {
+int env_int(const char* name, int def) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : def;
+}
+std::string env_str(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+}  // namespace
+
+Settings& settings() {
+  static Settings s = [] {
+    Settings r;
+    r.debug = env_int("KILN_DEBUG", 0);
+    r.noopt = env_int("KILN_NOOPT", 0) != 0;
+    r.validate = env_int("KILN_VALIDATE", 0) != 0;
+    r.fast_math = env_int("KILN_FAST_MATH", 0) != 0;
+    r.threads = env_int("KILN_THREADS", 0);
+    r.cc = env_str("KILN_CC");
+    r.cache_dir = env_str("KILN_CACHE_DIR");
+    if (r.cache_dir.empty()) {
+      std::string home = env_str("HOME");
+      r.cache_dir = (home.empty() ? std::string("/tmp") : home) + "/.cache/kiln";
+    }
+    return r;
+  }();
+  return s;
+}
+
+Stats& stats() {
+  static Stats s;
+  return s;
+}
+
+}  // namespace kiln

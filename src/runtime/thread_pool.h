@@ -1,0 +1,12 @@
+// The runtime's thread pool: splits a kernel's outermost loop over KILN_THREADS workers.
+#pragma once
+#include <cstdint>
+#include <functional>
+
+namespace kiln::runtime {
+
+int num_threads();
+// Runs fn(start, end) over [0, n) in up to num_threads() contiguous chunks; returns when all finish.
+void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+
+}  // namespace kiln::runtime

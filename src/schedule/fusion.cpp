@@ -1,0 +1,111 @@
+// Fusion decision: which nodes are realized into buffers. Elementwise and movement ops fuse into
+// their consumers; a reduce fuses its producers and elementwise consumers, and is realized when its
+// result would be recomputed (broadcast by an EXPAND, nested in another reduce, or shared by
+// kernels); shared elementwise work is realized when storing it moves fewer bytes than recomputing.
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "schedule/schedule.h"
+
+namespace kiln::schedule {
+
+using ir::Node;
+using ir::NodeRef;
+using ir::Op;
+
+bool is_realized(const NodeRef& n) { return n->op == Op::BUFFER || n->buffer != nullptr; }
+
+bool store_is_cheaper(int64_t consumers, int64_t input_bytes_per_elem, int64_t output_bytes_per_elem) {
+  // recompute: every consumer kernel reads the node's inputs again.
+  // store: one kernel reads the inputs once and writes the node, each consumer reads it back.
+  int64_t recompute = consumers * input_bytes_per_elem;
+  int64_t store = input_bytes_per_elem + output_bytes_per_elem * (1 + consumers);
+  return recompute > store;
+}
+
+namespace {
+
+bool grows(const NodeRef& n) { return n->op == Op::EXPAND && n->numel() > n->src[0]->numel(); }
+
+// Bytes per output element that computing n reads from realized buffers (broadcast reads are free).
+int64_t input_bytes(const NodeRef& n, const std::unordered_set<const Node*>& points) {
+  int64_t total = 0;
+  std::unordered_set<const Node*> seen;
+  std::vector<NodeRef> stack{n};
+  while (!stack.empty()) {
+    NodeRef x = stack.back();
+    stack.pop_back();
+    if (!seen.insert(x.get()).second) continue;
+    if (x != n && (is_realized(x) || points.count(x.get()))) {
+      total += dtype_size(x->dtype);
+      continue;
+    }
+    if (grows(x)) continue;
+    for (auto& s : x->src) stack.push_back(s);
+  }
+  return total;
+}
+
+}  // namespace
+
+std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots) {
+  std::vector<NodeRef> points;
+  std::unordered_set<const Node*> in_points;
+  auto add = [&](const NodeRef& n) {
+    if (!is_realized(n) && in_points.insert(n.get()).second) points.push_back(n);
+  };
+  for (auto& r : roots) add(r);
+  std::vector<NodeRef> order = ir::toposort(roots);
+  std::unordered_map<const Node*, size_t> topo;
+  for (size_t i = 0; i < order.size(); i++) {
+    topo[order[i].get()] = i;
+    if (order[i]->op == Op::CONTIGUOUS) add(order[i]);
+  }
+
+  for (bool changed = true; changed;) {
+    changed = false;
+    // owners: for each unrealized node, the realize points whose kernels would compute it
+    std::unordered_map<const Node*, std::unordered_set<const Node*>> owners;
+    std::unordered_map<const Node*, NodeRef> keep;
+    for (size_t pi = 0; pi < points.size(); pi++) {
+      NodeRef p = points[pi];
+      std::unordered_set<uint64_t> seen;  // (node, replicated) pairs
+      std::vector<std::pair<NodeRef, bool>> stack;
+      for (auto& s : p->src) stack.push_back({s, p->op == Op::REDUCE || grows(p)});
+      while (!stack.empty()) {
+        auto [n, replicated] = stack.back();
+        stack.pop_back();
+        if (is_realized(n) || in_points.count(n.get())) continue;
+        if (!seen.insert(reinterpret_cast<uint64_t>(n.get()) ^ replicated).second) continue;
+        owners[n.get()].insert(p.get());
+        keep[n.get()] = n;
+        if (n->op == Op::REDUCE && replicated) {  // would be recomputed per output element
+          add(n);
+          changed = true;
+          continue;
+        }
+        bool rep = replicated || n->op == Op::REDUCE || grows(n);
+        for (auto& s : n->src) stack.push_back({s, rep});
+      }
+    }
+    if (changed) continue;
+    // realize one shared node per round, the one nearest the consumers: it changes the sharing below it
+    NodeRef best;
+    for (auto& [raw, own] : owners) {
+      if (own.size() < 2 || in_points.count(raw)) continue;
+      const NodeRef& n = keep[raw];
+      bool shared_reduce = n->op == Op::REDUCE;
+      bool costly = ir::is_elementwise(n->op) &&
+                    store_is_cheaper(static_cast<int64_t>(own.size()), input_bytes(n, in_points), dtype_size(n->dtype));
+      if ((shared_reduce || costly) && (!best || topo[raw] > topo[best.get()])) best = n;
+    }
+    if (best) {
+      add(best);
+      changed = true;
+    }
+  }
+  return points;
+}
+
+}  // namespace kiln::schedule

@@ -1,0 +1,187 @@
+// Builds one kernel's AST from the tensor graph: movement ops become index arithmetic over RANGEs,
+// PAD becomes a validity mask that gates loads, fused reduces get their own reduce RANGEs.
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/simplify.h"
+#include "kiln/error.h"
+#include "schedule/schedule.h"
+
+namespace kiln::schedule {
+
+using ir::Node;
+using ir::NodeRef;
+using ir::Op;
+
+namespace {
+
+std::vector<int64_t> strides_of(const ir::Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (int64_t i = static_cast<int64_t>(s.size()) - 2; i >= 0; i--) st[i] = st[i + 1] * s[i + 1];
+  return st;
+}
+
+NodeRef flat_index(const std::vector<NodeRef>& idx, const ir::Shape& shape) {
+  auto st = strides_of(shape);
+  NodeRef r = ir::const_int(0);
+  for (size_t i = 0; i < idx.size(); i++)
+    if (shape[i] != 1) r = r + idx[i] * st[i];
+  return r;
+}
+
+class Builder {
+ public:
+  Builder(const std::unordered_set<const Node*>& points, const NodeRef& out) : points_(points), out_(out) {
+    global_of(out);
+  }
+
+  NodeRef build() {
+    std::vector<NodeRef> idx;
+    int64_t id = 0;
+    for (auto d : out_->shape) idx.push_back(d == 1 ? ir::const_int(0) : ir::range(id++, d, false));
+    next_range_ = id;
+    NodeRef src = out_->op == Op::CONTIGUOUS ? out_->src[0] : out_;
+    NodeRef value = render(src, idx, nullptr, true);
+    NodeRef store = ir::make(Op::STORE, out_->dtype, {}, {global_of(out_), flat_index(idx, out_->shape), value});
+    return ir::simplify(ir::make(Op::SINK, out_->dtype, {}, {store}));
+  }
+
+  std::vector<NodeRef> inputs() const { return {globals_.begin() + 1, globals_.end()}; }
+
+ private:
+  NodeRef global_of(const NodeRef& n) {
+    auto it = global_index_.find(n.get());
+    int64_t i = it != global_index_.end() ? it->second : static_cast<int64_t>(globals_.size());
+    if (it == global_index_.end()) {
+      global_index_[n.get()] = i;
+      globals_.push_back(n);
+    }
+    return ir::make(Op::DEFINE_GLOBAL, n->dtype, {}, {}, {i});
+  }
+
+  NodeRef render(const NodeRef& n, const std::vector<NodeRef>& idx, const NodeRef& valid, bool is_root = false) {
+    std::vector<const void*> key{n.get(), valid.get()};
+    for (auto& i : idx) key.push_back(i.get());
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    NodeRef r = render_uncached(n, idx, valid, is_root);
+    memo_[key] = r;
+    keep_.push_back(n);  // memo keys are raw pointers: keep what they point at alive
+    keep_.insert(keep_.end(), idx.begin(), idx.end());
+    if (valid) keep_.push_back(valid);
+    return r;
+  }
+
+  NodeRef render_uncached(const NodeRef& n, const std::vector<NodeRef>& idx, const NodeRef& valid, bool is_root) {
+    if (!is_root && (is_realized(n) || points_.count(n.get()))) {
+      std::vector<NodeRef> src{global_of(n), flat_index(idx, n->shape)};
+      if (valid) src.push_back(valid);
+      return ir::make(Op::LOAD, n->dtype, {}, src);
+    }
+    const ir::Shape& in = n->src.empty() ? n->shape : n->src[0]->shape;
+    std::vector<NodeRef> sidx = idx;
+    switch (n->op) {
+      case Op::CONST: return ir::make(Op::CONST, n->dtype, {}, {}, n->arg, n->fval);
+      case Op::IOTA: {
+        NodeRef i = idx[n->arg[0]];
+        return n->dtype == DType::I64 ? i : ir::make(Op::CAST, n->dtype, {}, {i});
+      }
+      case Op::RESHAPE: {
+        NodeRef flat = flat_index(idx, n->shape);
+        auto st = strides_of(in);
+        sidx.assign(in.size(), nullptr);
+        for (size_t j = 0; j < in.size(); j++) {
+          NodeRef v = st[j] == 1 ? flat : ir::idiv(flat, st[j]);
+          sidx[j] = in[j] == 1 ? ir::const_int(0) : j == 0 ? v : ir::mod(v, in[j]);
+        }
+        return render(n->src[0], sidx, valid);
+      }
+      case Op::PERMUTE:
+        for (size_t i = 0; i < idx.size(); i++) sidx[n->arg[i]] = idx[i];
+        return render(n->src[0], sidx, valid);
+      case Op::EXPAND:
+        for (size_t i = 0; i < idx.size(); i++)
+          if (in[i] == 1) sidx[i] = ir::const_int(0);
+        return render(n->src[0], sidx, valid);
+      case Op::SHRINK:
+        for (size_t i = 0; i < idx.size(); i++)
+          if (n->arg[2 * i]) sidx[i] = idx[i] + n->arg[2 * i];
+        return render(n->src[0], sidx, valid);
+      case Op::FLIP:
+        for (size_t i = 0; i < idx.size(); i++)
+          if (n->arg[i]) sidx[i] = idx[i] * -1 + (in[i] - 1);
+        return render(n->src[0], sidx, valid);
+      case Op::PAD: {
+        NodeRef cond;
+        for (size_t i = 0; i < idx.size(); i++) {
+          int64_t before = n->arg[2 * i], after = n->arg[2 * i + 1];
+          if (!before && !after) continue;
+          sidx[i] = idx[i] + (-before);
+          if (before) cond = ir::land(cond, ir::ge(idx[i], before));
+          if (after) cond = ir::land(cond, ir::lt(idx[i], before + in[i]));
+        }
+        NodeRef v = render(n->src[0], sidx, ir::land(valid, cond));
+        if (!cond) return v;
+        return ir::make(Op::WHERE, n->dtype, {}, {cond, v, ir::const_float(0, n->dtype)});
+      }
+      case Op::REDUCE: {
+        std::vector<NodeRef> src{nullptr};
+        for (size_t a = 1; a < n->arg.size(); a++) {
+          NodeRef r = ir::range(next_range_++, in[n->arg[a]], true);
+          sidx[n->arg[a]] = r;
+          src.push_back(r);
+        }
+        src[0] = render(n->src[0], sidx, valid);
+        return ir::make(Op::REDUCE, n->dtype, {}, src, {n->arg[0]});
+      }
+      case Op::CONTIGUOUS: return render(n->src[0], idx, valid);
+      case Op::BUFFER: break;
+      default:
+        if (ir::is_elementwise(n->op)) {
+          std::vector<NodeRef> src;
+          for (auto& s : n->src) src.push_back(render(s, idx, valid));
+          return ir::make(n->op, n->dtype, {}, src, n->arg);
+        }
+    }
+    throw Error(std::string("kiln.schedule: cannot build a kernel for ") + ir::op_name(n->op) + " " + n->str());
+  }
+
+  const std::unordered_set<const Node*>& points_;
+  NodeRef out_;
+  std::vector<NodeRef> globals_;
+  std::unordered_map<const Node*, int64_t> global_index_;
+  std::map<std::vector<const void*>, NodeRef> memo_;
+  std::vector<NodeRef> keep_;
+  int64_t next_range_ = 0;
+};
+
+}  // namespace
+
+Schedule make_schedule(const std::vector<NodeRef>& roots) {
+  std::vector<NodeRef> points = realize_points(roots);
+  std::unordered_map<const Node*, size_t> topo;
+  auto order = ir::toposort(roots);
+  for (size_t i = 0; i < order.size(); i++) topo[order[i].get()] = i;
+  std::sort(points.begin(), points.end(), [&](auto& a, auto& b) { return topo[a.get()] < topo[b.get()]; });
+  std::unordered_set<const Node*> point_set;
+  for (auto& p : points) point_set.insert(p.get());
+
+  Schedule s;
+  for (auto& p : points) {
+    if (p->numel() == 0) {
+      s.empty.push_back(p);
+      continue;
+    }
+    Builder b(point_set, p);
+    Kernel k;
+    k.ast = b.build();
+    k.outputs = {p};
+    k.inputs = b.inputs();
+    s.kernels.push_back(std::move(k));
+  }
+  return s;
+}
+
+}  // namespace kiln::schedule

@@ -1,0 +1,30 @@
+// Scheduler: decides which tensor nodes are realized (kernel boundaries: fusion) and builds each
+// kernel's AST, a SINK of STOREs whose values and indices are scalar expressions over RANGEs.
+#pragma once
+#include <vector>
+
+#include "ir/node.h"
+
+namespace kiln::schedule {
+
+struct Kernel {
+  ir::NodeRef ast;                   // SINK(STORE(DEFINE_GLOBAL i, index, value) ...)
+  std::vector<ir::NodeRef> outputs;  // tensor nodes this kernel realizes: DEFINE_GLOBAL 0..n-1
+  std::vector<ir::NodeRef> inputs;   // realized tensor nodes it reads: DEFINE_GLOBAL n..
+};
+
+struct Schedule {
+  std::vector<Kernel> kernels;       // in dependency order
+  std::vector<ir::NodeRef> empty;    // realized nodes with no elements (no kernel needed)
+};
+
+// Nodes that become buffers, given the roots to realize (the fusion decision, see fusion.cpp).
+std::vector<ir::NodeRef> realize_points(const std::vector<ir::NodeRef>& roots);
+// Whether a node shared by `consumers` kernels is cheaper stored once than recomputed in each.
+bool store_is_cheaper(int64_t consumers, int64_t input_bytes_per_elem, int64_t output_bytes_per_elem);
+
+Schedule make_schedule(const std::vector<ir::NodeRef>& roots);
+
+bool is_realized(const ir::NodeRef& n);  // BUFFER, or already computed into a buffer
+
+}  // namespace kiln::schedule
