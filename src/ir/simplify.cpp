@@ -97,7 +97,7 @@ Bounds div_bounds(Bounds a, Bounds b) {
 
 Bounds mod_bounds(Bounds a, Bounds b) {
   int64_t c = std::max(sat_abs(b.lo), sat_abs(b.hi));  // |x % y| < |y| <= c
-  if (c == 0) return {kMin, kMax};                      // always a division by zero
+  if (c == 0) return {kMin, kMax};                     // always a division by zero
   if (b.lo == b.hi && a.lo != kMin && a.hi != kMax && a.lo / c == a.hi / c) {
     // one truncation bucket: x % c == x - q*c with q constant, monotone in x
     int64_t q = a.lo / c;
@@ -566,8 +566,8 @@ Rule index_rule(NodeRef (*f)(const NodeRef&)) {
 RuleSet build_rules() {
   RuleSet rs("symbolic");
   auto on = [&](std::initializer_list<Op> ops, NodeRef (*f)(const NodeRef&)) { rs.on(ops, index_rule(f)); };
-  const auto all = {Op::ADD, Op::MUL, Op::IDIV, Op::MOD, Op::MAX, Op::CMPLT, Op::CMPNE,
-                    Op::AND, Op::OR,  Op::XOR,  Op::WHERE, Op::CAST};
+  const auto all = {Op::ADD,   Op::MUL, Op::IDIV, Op::MOD, Op::MAX,   Op::CMPLT,
+                    Op::CMPNE, Op::AND, Op::OR,   Op::XOR, Op::WHERE, Op::CAST};
   on(all, fold_constants);
   on(all, fold_by_bounds);
   on({Op::MUL, Op::MAX, Op::CMPNE}, const_to_right);

@@ -17,7 +17,6 @@
 namespace kiln::runtime {
 
 namespace {
-
 struct Library {
   void* handle = nullptr;
   ~Library() {
@@ -66,11 +65,6 @@ uint64_t hash_string(const std::string& s, uint64_t seed) {
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;
   return h ^ (h >> 33);
-}
-
-void clear_memory_cache() {
-  std::lock_guard<std::mutex> l(cache().mu);
-  cache().fns.clear();  // libraries stay loaded: entry points handed out may still be in use
 }
 
 std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels) {
@@ -125,3 +119,11 @@ std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels) {
 }
 
 }  // namespace kiln::runtime
+
+namespace kiln {
+void clear_memory_cache() {
+  auto& c = runtime::cache();
+  std::lock_guard<std::mutex> l(c.mu);
+  c.fns.clear();  // libraries stay loaded: entry points handed out may still be in use
+}
+}  // namespace kiln

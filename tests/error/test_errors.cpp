@@ -1,0 +1,84 @@
+// Misuse must fail with a kiln::Error naming the op, shapes and dtypes, never crash.
+#include <gtest/gtest.h>
+#include <kiln/kiln.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+using namespace kiln;
+
+namespace {
+// Runs f, expecting a kiln::Error whose message contains every one of `parts`.
+template <class F>
+void expect_error(F f, std::vector<std::string> parts) {
+  try {
+    f();
+    ADD_FAILURE() << "expected a kiln::Error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    for (auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
+  }
+}
+
+// Restores a setting when the test ends.
+struct SettingsGuard {
+  Settings saved = settings();
+  ~SettingsGuard() { settings() = saved; }
+};
+}  // namespace
+
+TEST(Errors, BroadcastMismatch) {
+  expect_error([] { (ones({3}) + ones({4})).realize(); }, {"add", "(3,)", "(4,)"});
+  expect_error([] { where(ones({2, 3}) > 0.0, ones({2, 3}), ones({4})); }, {"where", "(4,)"});
+}
+
+TEST(Errors, ReshapeToOtherSize) {
+  expect_error([] { ones({2, 3}).reshape({4, 2}); }, {"reshape", "(4, 2)", "(2, 3)"});
+  expect_error([] { ones({2, 3}).reshape({-1, 4}); }, {"reshape", "(-1, 4)"});
+  expect_error([] { ones({2, 3}).reshape({-1, -1}); }, {"reshape", "-1"});
+}
+
+TEST(Errors, BadPermutationAndDims) {
+  expect_error([] { ones({2, 3}).permute({0, 0}); }, {"permute", "repeats"});
+  expect_error([] { ones({2, 3}).permute({0}); }, {"permute", "(2, 3)"});
+  expect_error([] { ones({2, 3}).sum(2); }, {"sum", "dim 2", "2 dims"});
+  expect_error([] { ones({2, 3}).transpose(0, -3); }, {"transpose", "-3"});
+  expect_error([] { ones({2, 3}).expand({4, 3}); }, {"expand", "(2, 3)", "(4, 3)"});
+  expect_error([] { ones({2}).matmul(ones({3})); }, {"dot", "(2,)", "(3,)"});
+  expect_error([] { ones({2, 3}).matmul(ones({4, 5})); }, {"matmul", "(2, 3)", "(4, 5)"});
+  expect_error([] { ones({2, 3}).index({int64_t{5}}); }, {"index", "5", "size 2"});
+  expect_error([] { ones({2, 3}).item<float>(); }, {"item", "(2, 3)"});
+}
+
+TEST(Errors, UnsupportedDtypes) {
+  expect_error([] { ~ones({2}); }, {"bitwise_not", "f32"});
+  expect_error([] { ones({2}, {.dtype = DType::Bool}).neg(); }, {"neg", "bool"});
+  expect_error([] { rand({2}, {.dtype = DType::I32}); }, {"rand", "i32"});
+  expect_error([] { tensor(std::vector<float>{1, 2, 3}, {2, 2}); }, {"tensor", "3 values", "(2, 2)"});
+}
+
+TEST(Errors, NoCompilerFound) {
+  SettingsGuard g;
+  settings().cc = "/nonexistent/kiln-cc";
+  expect_error([] { (ones({5}) * 123.25f).realize(); }, {"KILN_CC", "/nonexistent/kiln-cc"});
+}
+
+TEST(Errors, KernelFailsToCompile) {
+  SettingsGuard g;
+  auto dir = std::filesystem::temp_directory_path() / ("kiln_badcc_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::string cc = (dir / "cc").string();
+  {
+    std::ofstream f(cc);
+    f << "#!/bin/sh\necho 'kernel.c:1: error: the compiler says no' >&2\nexit 1\n";
+  }
+  std::filesystem::permissions(cc, std::filesystem::perms::owner_all);
+  settings().cc = cc;
+  settings().cache_dir = (dir / "cache").string();
+  clear_memory_cache();
+  expect_error([] { (ones({7, 3}) * 321.5f).sum(1).realize(); }, {"the compiler says no", "r_7_3"});
+  clear_memory_cache();
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,172 @@
+#include "helpers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "runtime/interpreter.h"
+
+namespace kiln::testing {
+
+namespace {
+
+int64_t numel_of(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+template <class T>
+Tensor ints(const Shape& s, DType t, double lo, double hi, std::mt19937_64& g) {
+  double tlo, thi;
+  if (t == DType::Bool) tlo = 0, thi = 1;
+  else if (t == DType::U64) tlo = 0, thi = 9.0e18;
+  else if (t == DType::I64) tlo = -9.0e18, thi = 9.0e18;
+  else tlo = static_cast<double>(std::numeric_limits<T>::min()), thi = static_cast<double>(std::numeric_limits<T>::max());
+  auto l = static_cast<int64_t>(std::ceil(std::clamp(lo, tlo, thi)));
+  auto h = static_cast<int64_t>(std::floor(std::clamp(hi, tlo, thi)));
+  if (h < l) h = l;
+  std::uniform_int_distribution<int64_t> d(l, h);
+  std::vector<T> v(static_cast<size_t>(numel_of(s)));
+  for (auto& x : v) x = static_cast<T>(d(g));
+  return from_buffer(v.data(), s, t);
+}
+
+template <class T, class F>
+Tensor floats(const Shape& s, DType t, double lo, double hi, std::mt19937_64& g, F conv) {
+  std::uniform_real_distribution<double> d(lo, hi);
+  std::vector<T> v(static_cast<size_t>(numel_of(s)));
+  for (auto& x : v) x = conv(d(g));
+  return from_buffer(v.data(), s, t);
+}
+
+bool same(double got, double want, double rtol, double atol) {
+  if (std::isnan(want)) return std::isnan(got);
+  if (std::isinf(want)) return got == want;
+  if (std::isnan(got) || std::isinf(got)) return false;
+  return std::fabs(got - want) <= atol + rtol * std::fabs(want);
+}
+
+std::string fmt(double v) {
+  std::ostringstream os;
+  os.precision(10);
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+Tensor random_tensor(const Shape& shape, DType dtype, double lo, double hi, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  switch (dtype) {
+    case DType::F32: return floats<float>(shape, dtype, lo, hi, g, [](double x) { return static_cast<float>(x); });
+    case DType::F64: return floats<double>(shape, dtype, lo, hi, g, [](double x) { return x; });
+    case DType::F16:
+      return floats<uint16_t>(shape, dtype, lo, hi, g, [](double x) { return float_to_half(static_cast<float>(x)); });
+    case DType::BF16:
+      return floats<uint16_t>(shape, dtype, lo, hi, g, [](double x) { return float_to_bf16(static_cast<float>(x)); });
+    case DType::Bool: return ints<uint8_t>(shape, dtype, lo, hi, g);
+    case DType::U8: return ints<uint8_t>(shape, dtype, lo, hi, g);
+    case DType::I8: return ints<int8_t>(shape, dtype, lo, hi, g);
+    case DType::I16: return ints<int16_t>(shape, dtype, lo, hi, g);
+    case DType::I32: return ints<int32_t>(shape, dtype, lo, hi, g);
+    case DType::I64: return ints<int64_t>(shape, dtype, lo, hi, g);
+    case DType::U32: return ints<uint32_t>(shape, dtype, lo, hi, g);
+    case DType::U64: return ints<uint64_t>(shape, dtype, lo, hi, g);
+  }
+  return {};
+}
+
+Tol default_tol(DType t, bool transcendental) {
+  switch (t) {
+    case DType::F64: return {1e-9, 1e-9};
+    case DType::F32: return transcendental ? Tol{1e-4, 1e-5} : Tol{2e-5, 1e-5};
+    case DType::F16: return {5e-3, 1e-3};
+    case DType::BF16: return {3e-2, 1e-2};
+    default: return {0, 0};
+  }
+}
+
+namespace {
+bool compare(const Shape& got_shape, DType dtype, const std::vector<double>& got, const std::vector<int64_t>& got_i,
+             const Shape& want_shape, const std::vector<double>& want, const std::vector<int64_t>& want_i,
+             double rtol, double atol) {
+  if (got_shape != want_shape) {
+    ADD_FAILURE() << "shape mismatch: got " << shape_str(got_shape) << ", want " << shape_str(want_shape);
+    return false;
+  }
+  bool exact = !is_float(dtype);
+  size_t n = exact ? want_i.size() : want.size();
+  if ((exact ? got_i.size() : got.size()) != n) {
+    ADD_FAILURE() << "element count mismatch: got " << (exact ? got_i.size() : got.size()) << ", want " << n;
+    return false;
+  }
+  std::ostringstream os;
+  int bad = 0;
+  for (size_t k = 0; k < n; k++) {
+    bool ok = exact ? got_i[k] == want_i[k] : same(got[k], want[k], rtol, atol);
+    if (ok) continue;
+    if (bad < 6)
+      os << "  [" << k << "] got " << (exact ? std::to_string(got_i[k]) : fmt(got[k])) << ", want "
+         << (exact ? std::to_string(want_i[k]) : fmt(want[k])) << "\n";
+    bad++;
+  }
+  if (bad) {
+    ADD_FAILURE() << bad << " of " << n << " elements differ (dtype " << dtype_name(dtype) << ", shape "
+                  << shape_str(want_shape) << ", rtol " << rtol << ", atol " << atol << "):\n"
+                  << os.str();
+    return false;
+  }
+  return true;
+}
+}  // namespace
+
+bool expect_matches_reference(const Tensor& t, double rtol, double atol) {
+  auto n = t.node();  // the graph, before realize() replaces it with a buffer
+  ref::Array want;
+  try {
+    want = ref::evaluate(n, /*use_realized=*/false);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "reference interpreter threw: " << e.what();
+    return false;
+  }
+  if (t.dtype() != want.dtype) {
+    ADD_FAILURE() << "dtype mismatch: tensor " << dtype_name(t.dtype()) << ", reference " << dtype_name(want.dtype);
+    return false;
+  }
+  std::vector<double> got;
+  std::vector<int64_t> got_i;
+  try {
+    if (is_float(t.dtype())) got = t.to_vector<double>();
+    else got_i = t.to_vector<int64_t>();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "realize threw: " << e.what();
+    return false;
+  }
+  return compare(t.shape(), t.dtype(), got, got_i, want.shape, want.f, want.i, rtol, atol);
+}
+
+bool expect_matches_reference(const Tensor& t) {
+  Tol tol = default_tol(t.dtype());
+  return expect_matches_reference(t, tol.rtol, tol.atol);
+}
+
+bool expect_values(const Tensor& t, const std::vector<double>& want, double rtol, double atol) {
+  std::vector<double> got;
+  try {
+    got = t.to_vector<double>();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "realize threw: " << e.what();
+    return false;
+  }
+  std::vector<int64_t> gi, wi;
+  if (!is_float(t.dtype())) {
+    for (double g : got) gi.push_back(static_cast<int64_t>(g));
+    for (double w : want) wi.push_back(static_cast<int64_t>(w));
+  }
+  return compare(t.shape(), t.dtype(), got, gi, t.shape(), want, wi, rtol, atol);
+}
+
+}  // namespace kiln::testing

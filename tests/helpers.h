@@ -1,0 +1,31 @@
+// Shared test helpers: random host-built tensors and comparison against the reference interpreter.
+#pragma once
+#include <gtest/gtest.h>
+#include <kiln/kiln.h>
+
+#include <cstdint>
+#include <string>
+
+namespace kiln::testing {
+
+// A contiguous tensor of `shape` filled on the host with std::mt19937_64(seed): floats uniform in
+// [lo, hi) (f16/bf16 rounded from f32), integers and bools uniform in [lo, hi] (clamped to the
+// dtype's range).
+Tensor random_tensor(const Shape& shape, DType dtype, double lo, double hi, uint64_t seed);
+
+struct Tol {
+  double rtol, atol;
+};
+// Default tolerances per dtype (f32 as for + - * /; transcendental ops pass transcendental=true).
+Tol default_tol(DType t, bool transcendental = false);
+
+// Compares t against kiln::ref::evaluate of its graph (taken before t is realized): shapes equal,
+// NaN matches NaN, inf matches inf of the same sign, floats within atol + rtol*|want|, integers and
+// bools exactly. Reports the first mismatches as a gtest failure. Returns true when all match.
+bool expect_matches_reference(const Tensor& t, double rtol, double atol);
+bool expect_matches_reference(const Tensor& t);  // default_tol(t.dtype())
+
+// Compares the values of t (realizing it) to `want`, with the same rules.
+bool expect_values(const Tensor& t, const std::vector<double>& want, double rtol = 0, double atol = 0);
+
+}  // namespace kiln::testing

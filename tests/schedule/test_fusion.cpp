@@ -1,0 +1,64 @@
+// Fusion is tested by counting the kernels a realize runs.
+#include <gtest/gtest.h>
+#include <kiln/kiln.h>
+
+#include "helpers.h"
+#include "schedule/schedule.h"
+
+using namespace kiln;
+using namespace kiln::testing;
+
+namespace {
+int64_t kernels_for(std::vector<Tensor> ts) {
+  int64_t before = stats().kernels_run;
+  for (auto& t : ts) expect_matches_reference(t, 1e-4, 1e-5);
+  return stats().kernels_run - before;
+}
+Tensor r(Shape s, uint64_t seed) { return random_tensor(s, DType::F32, -2, 2, seed); }
+}  // namespace
+
+TEST(Fusion, ElementwiseChainIsOneKernel) {
+  Tensor x = r({16, 32}, 1);
+  EXPECT_EQ(kernels_for({(x * 2 + 1).relu().exp()}), 1);
+}
+
+TEST(Fusion, TwoReducesOfOneInputAreOneKernel) {
+  Tensor x = r({16, 32}, 2);
+  EXPECT_EQ(kernels_for({x.sum(1) + x.max(1)}), 1);
+}
+
+TEST(Fusion, MatmulBiasReluIsOneKernel) {
+  Tensor x = r({8, 16}, 3), w = r({16, 12}, 4), b = r({12}, 5);
+  EXPECT_EQ(kernels_for({(x.matmul(w) + b).relu()}), 1);
+}
+
+TEST(Fusion, BroadcastMultiplyAddTanhIsOneKernel) {
+  Tensor a = r({64, 48}, 6), b = r({64, 48}, 7), c = r({1, 48}, 8);
+  EXPECT_EQ(kernels_for({a * b + c.tanh()}), 1);
+}
+
+TEST(Fusion, SoftmaxIsAtMostThreeKernels) {
+  Tensor x = r({8, 40}, 9);
+  EXPECT_LE(kernels_for({x.softmax(1)}), 3);
+  Tensor y = r({8, 40}, 10);
+  EXPECT_LE(kernels_for({y.softmax(0)}), 3);
+}
+
+TEST(Fusion, SharedReduceIsComputedOnce) {
+  Tensor x = r({16, 32}, 11);
+  Tensor s = x.sum(1, true);
+  EXPECT_EQ(kernels_for({x - s}), 2);  // s is broadcast: realized, not recomputed per element
+}
+
+TEST(Fusion, ContiguousIsARealizePoint) {
+  Tensor x = r({16, 32}, 12);
+  EXPECT_EQ(kernels_for({(x * 2).contiguous().t() + 1}), 2);
+}
+
+TEST(Fusion, CostModelCountsBytes) {
+  // recompute reads the inputs again in each consumer; storing writes once and reads per consumer
+  EXPECT_FALSE(schedule::store_is_cheaper(2, 4, 4));   // one f32 input, two consumers: 8 vs 16 bytes
+  EXPECT_FALSE(schedule::store_is_cheaper(2, 12, 4));  // three f32 inputs, two consumers: 24 vs 24
+  EXPECT_TRUE(schedule::store_is_cheaper(3, 12, 4));   // three consumers: 36 vs 28
+  EXPECT_TRUE(schedule::store_is_cheaper(2, 16, 4));   // four inputs: 32 vs 28
+}
