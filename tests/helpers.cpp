@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -125,6 +126,10 @@ bool compare(const Shape& got_shape, DType dtype, const std::vector<double>& got
 
 bool expect_matches_reference(const Tensor& t, double rtol, double atol) {
   auto n = t.node();  // the graph, before realize() replaces it with a buffer
+  return expect_matches_reference(t, n, rtol, atol);
+}
+
+bool expect_matches_reference(const Tensor& t, const std::shared_ptr<const ir::Node>& n, double rtol, double atol) {
   ref::Array want;
   try {
     want = ref::evaluate(n, /*use_realized=*/false);

@@ -24,6 +24,9 @@ Tol default_tol(DType t, bool transcendental = false);
 // bools exactly. Reports the first mismatches as a gtest failure. Returns true when all match.
 bool expect_matches_reference(const Tensor& t, double rtol, double atol);
 bool expect_matches_reference(const Tensor& t);  // default_tol(t.dtype())
+// The same, for a tensor that may already be realized: `graph` is t.node() taken before realizing.
+bool expect_matches_reference(const Tensor& t, const std::shared_ptr<const ir::Node>& graph, double rtol,
+                              double atol);
 
 // Compares the values of t (realizing it) to `want`, with the same rules.
 bool expect_values(const Tensor& t, const std::vector<double>& want, double rtol = 0, double atol = 0);

@@ -1,7 +1,9 @@
 // Tensor handle: properties, realization, reading values, printing, dtype conversion.
 #include "kiln/tensor.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <iomanip>
 #include <sstream>
@@ -102,21 +104,41 @@ Tensor Tensor::contiguous() const {
   return Tensor(ir::make(ir::Op::CONTIGUOUS, dtype(), shape(), {node()}));
 }
 
-// --- printing, PyTorch style ---
+// --- printing, PyTorch style: one number format for the whole tensor, right-aligned ---
 namespace {
-void print_rec(std::ostringstream& os, const Buffer& b, const Shape& s, size_t d, int64_t& k, int indent) {
+std::vector<std::string> format_elements(const Buffer& b) {
+  std::vector<std::string> out(static_cast<size_t>(b.numel));
+  if (!is_float(b.dtype)) {
+    for (int64_t k = 0; k < b.numel; k++)
+      out[k] = b.dtype == DType::Bool ? (b.get_i(k) ? "True" : "False") : std::to_string(b.get_i(k));
+    return out;
+  }
+  bool integral = true;
+  double lo = INFINITY, hi = 0;
+  for (int64_t k = 0; k < b.numel; k++) {
+    double v = b.get_f(k);
+    if (!std::isfinite(v)) continue;
+    integral &= v == std::floor(v) && std::fabs(v) < 1e15;
+    if (v != 0) lo = std::min(lo, std::fabs(v)), hi = std::max(hi, std::fabs(v));
+  }
+  bool sci = hi >= 1e8 || (lo < 1e-4 && lo > 0) || (integral && hi >= 1e15);
+  char buf[64];
+  for (int64_t k = 0; k < b.numel; k++) {
+    double v = b.get_f(k);
+    if (std::isnan(v)) out[k] = "nan";
+    else if (std::isinf(v)) out[k] = v > 0 ? "inf" : "-inf";
+    else if (sci) std::snprintf(buf, sizeof buf, "%.4e", v), out[k] = buf;
+    else if (integral) std::snprintf(buf, sizeof buf, "%.0f.", v), out[k] = buf;
+    else std::snprintf(buf, sizeof buf, "%.4f", v), out[k] = buf;
+  }
+  return out;
+}
+
+void print_rec(std::ostringstream& os, const std::vector<std::string>& el, size_t width, const Shape& s, size_t d,
+               int64_t& k, int indent) {
   if (d == s.size()) {
-    if (b.dtype == DType::Bool) {
-      os << (b.get_i(k++) ? "True" : "False");
-    } else if (is_float(b.dtype)) {
-      double v = b.get_f(k++);
-      if (std::isnan(v)) os << "nan";
-      else if (std::isinf(v)) os << (v > 0 ? "inf" : "-inf");
-      else if (v == std::floor(v) && std::fabs(v) < 1e15) os << static_cast<int64_t>(v) << ".";
-      else os << std::setprecision(4) << v;
-    } else {
-      os << b.get_i(k++);
-    }
+    os << std::string(width - el[k].size(), ' ') << el[k];
+    k++;
     return;
   }
   os << "[";
@@ -126,7 +148,7 @@ void print_rec(std::ostringstream& os, const Buffer& b, const Shape& s, size_t d
       if (d + 1 < s.size()) os << std::string(s.size() - d - 1, '\n') << std::string(indent + d + 1, ' ');
       else os << " ";
     }
-    print_rec(os, b, s, d + 1, k, indent);
+    print_rec(os, el, width, s, d + 1, k, indent);
   }
   os << "]";
 }
@@ -134,10 +156,13 @@ void print_rec(std::ostringstream& os, const Buffer& b, const Shape& s, size_t d
 
 std::string Tensor::str() const {
   realize();
+  std::vector<std::string> el = format_elements(*node()->buffer);
+  size_t width = 0;
+  for (auto& e : el) width = std::max(width, e.size());
   std::ostringstream os;
   os << "tensor(";
   int64_t k = 0;
-  print_rec(os, *node()->buffer, shape(), 0, k, 7);
+  print_rec(os, el, width, shape(), 0, k, 7);
   if (dtype() != DType::F32 && dtype() != DType::I64 && dtype() != DType::Bool) os << ", dtype=" << to_string(dtype());
   os << ")";
   return os.str();

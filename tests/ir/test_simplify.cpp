@@ -131,7 +131,7 @@ TEST(SimplifyBounds, Arithmetic) {
   EXPECT_EQ(vmax(alu(Op::OR, x, const_int(8))), 15);
   EXPECT_EQ(vmin(alu(Op::IDIV, x, y + 1)), 0);
   EXPECT_EQ(vmax(alu(Op::IDIV, x, y + 1)), 7);
-  EXPECT_EQ(vmin(alu(Op::IDIV, x, y)), -7);  // the divisor may be 0: only |x / y| <= |x| is known
+  EXPECT_EQ(vmin(alu(Op::IDIV, x, y)), -7);           // the divisor may be 0: only |x / y| <= |x| is known
   EXPECT_EQ(vmax(alu(Op::IDIV, x * -1, y + -5)), 3);  // corners: -7 / -2
   EXPECT_EQ(vmin(alu(Op::IDIV, x * -1, y + -5)), 0);
   EXPECT_EQ(vmax(where(lt(x, 4), y, x * 2)), 14);
@@ -244,6 +244,9 @@ TEST(SimplifyRules, DivModOfSums) {
   // but the split needs nonnegative values
   NodeRef neg = idiv(ld * 4 + y, 4);
   EXPECT_EQ(simplify(neg), neg);
+  // and a nonnegative remainder: (x*4 + 8 - y)//4 is x + 2 + floor(-y/4), not x + 2 + (-y)//4
+  NodeRef negr = idiv(x * 4 + y * -1 + 8, 4);
+  EXPECT_EQ(simplify(negr), negr);
 }
 
 TEST(SimplifyRules, DivModByBounds) {
@@ -420,11 +423,11 @@ class RandomExpr {
     NodeRef s;
     for (auto& v : vars_) {
       if (!pick(0, 3)) continue;
-      NodeRef t = pick(0, 2) ? v * pick_of({1, 2, 3, 4, 8, 12, 16, 17}) : v;
+      NodeRef t = pick(0, 2) ? v * pick_of({1, 2, 3, 4, 8, 12, 16, 17, -1, -4}) : v;
       s = s ? (pick(0, 1) ? s + t : t + s) : t;
     }
     if (!s) s = var();
-    return pick(0, 2) ? s : s + small();
+    return pick(0, 2) ? s : s + pick(-9, 40);
   }
 
   std::mt19937 rng_;
