@@ -40,6 +40,40 @@ static inline uint16_t kiln_f2h(float f) {
   if (r > 0x1000u || (r == 0x1000u && (h & 1))) h++;
   return (uint16_t)(s | h);
 }
+/* exp2 and log2 for f32 without calls or branches, so loops using them vectorize:
+   exp2: 2^x = 2^i * 2^f with i = floor(x + 0.5), |f| <= 0.5, 2^f by its Taylor series to degree 7
+   (error < 1e-8); 2^i is applied as two power-of-two factors so subnormal results stay exact.
+   log2: x = m * 2^e with m in [sqrt(1/2), sqrt(2)); log2(m) = 2/ln2 * atanh(s), s = (m-1)/(m+1). */
+static inline float kiln_exp2f(float x) {
+  x = x < -151.0f ? -151.0f : (x > 129.0f ? 129.0f : x);
+  float i = floorf(x + 0.5f), f = x - i;
+  float p = 1.0f + f * (0.693147181f + f * (0.240226507f + f * (0.0555041087f + f * (0.00961812911f +
+            f * (0.00133335581f + f * (0.000154035304f + f * 1.52527338e-05f))))));
+  int32_t n = (int32_t)i, n1 = n >> 1, n2 = n - n1;
+  uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
+  float s1, s2;
+  __builtin_memcpy(&s1, &b1, 4);
+  __builtin_memcpy(&s2, &b2, 4);
+  return x != x ? x : p * s1 * s2;
+}
+static inline float kiln_log2f(float x) {
+  int sub = x < 1.17549435e-38f;
+  float y = sub ? x * 8388608.0f : x; /* scale subnormals up by 2^23 */
+  uint32_t b;
+  __builtin_memcpy(&b, &y, 4);
+  int32_t e = (int32_t)((b >> 23) & 0xff) - 127;
+  uint32_t mb = (b & 0x7fffffu) | 0x3f800000u;
+  float m;
+  __builtin_memcpy(&m, &mb, 4);
+  int big = m > 1.41421356f;
+  m = big ? m * 0.5f : m;
+  e += big - (sub ? 23 : 0);
+  float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
+  float r = s * (2.88539008f + s2 * (0.961796694f + s2 * (0.577078016f + s2 * (0.412198583f +
+            s2 * (0.320598898f + s2 * 0.262309970f)))));
+  r += (float)e;
+  return x != x || x < 0.0f ? NAN : x == 0.0f ? -INFINITY : x == INFINITY ? INFINITY : r;
+}
 static inline float kiln_bf2f(uint16_t h) { uint32_t x = (uint32_t)h << 16; float f; __builtin_memcpy(&f, &x, 4); return f; }
 static inline uint16_t kiln_f2bf(float f) {
   uint32_t x; __builtin_memcpy(&x, &f, 4);
@@ -145,8 +179,8 @@ class Renderer {
     bool f = is_float(t), f64 = t == DType::F64;
     std::string sfx = f64 ? "" : "f";
     switch (in.op) {
-      case Op::EXP2: return "exp2" + sfx + "(" + a(0) + ")";
-      case Op::LOG2: return "log2" + sfx + "(" + a(0) + ")";
+      case Op::EXP2: return (f64 ? "exp2(" : "kiln_exp2f(") + a(0) + ")";
+      case Op::LOG2: return (f64 ? "log2(" : "kiln_log2f(") + a(0) + ")";
       case Op::SIN: return "sin" + sfx + "(" + a(0) + ")";
       case Op::SQRT: return "sqrt" + sfx + "(" + a(0) + ")";
       case Op::TRUNC: return "trunc" + sfx + "(" + a(0) + ")";

@@ -100,6 +100,8 @@ const RuleSet& movement_rules() {
       if (x == n->src[0]) return nullptr;
       return make(Op::PERMUTE, n->dtype, n->shape, {x}, perm);
     });
+    // contiguous() of a buffer is the buffer itself (buffers are contiguous)
+    r.on(Op::CONTIGUOUS, [](const NodeRef& n) -> NodeRef { return realized(n->src[0]) ? n->src[0] : nullptr; });
     r.on(Op::FLIP, [](const NodeRef& n) -> NodeRef {
       for (auto f : n->arg)
         if (f) return nullptr;

@@ -1,6 +1,7 @@
 // Hash-consing table and small constructors for IR nodes.
 #include "ir/node.h"
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -126,7 +127,10 @@ NodeRef const_int(int64_t v, DType t, Shape shape) {
 }
 
 NodeRef const_float(double v, DType t, Shape shape) {
-  if (!is_float(t)) return const_int(static_cast<int64_t>(v), t, std::move(shape));
+  if (!is_float(t)) {
+    int64_t i = std::isfinite(v) && std::fabs(v) < 9.2e18 ? static_cast<int64_t>(v) : 0;
+    return const_int(i, t, std::move(shape));
+  }
   return make(Op::CONST, t, std::move(shape), {}, {}, v);
 }
 

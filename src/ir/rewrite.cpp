@@ -23,6 +23,7 @@ NodeRef Rewriter::operator()(const NodeRef& root) {
     }
     if (n->buffer) {  // realized: its value is computed already, so it is a leaf
       memo_[n.get()] = n;
+      done_.insert(n.get());
       keep_.push_back(n);
       stack.pop_back();
       continue;
@@ -43,14 +44,16 @@ NodeRef Rewriter::operator()(const NodeRef& root) {
       for (auto& rule : rules_.rules_for(cur->op))
         if ((next = rule(cur))) break;
       if (!next || next.get() == cur.get()) break;
-      // the replacement may contain new nodes whose sources need rewriting too
+      // the replacement may contain new nodes (or replaced old ones) whose sources need rewriting too
       bool fresh_src = false;
-      for (auto& s : next->src) fresh_src |= !memo_.count(s.get());
+      for (auto& s : next->src) fresh_src |= !done_.count(s.get());
       cur = fresh_src ? Rewriter(rules_)(next) : next;
       if (fresh_src) break;
     }
     memo_[n.get()] = cur;
+    done_.insert(cur.get());
     keep_.push_back(n);
+    keep_.push_back(cur);
   }
   return memo_.at(root.get());
 }

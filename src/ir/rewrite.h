@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/node.h"
@@ -44,7 +45,8 @@ class Rewriter {
  private:
   const RuleSet& rules_;
   std::unordered_map<const Node*, NodeRef> memo_;
-  std::vector<NodeRef> keep_;  // keeps memo keys alive
+  std::unordered_set<const Node*> done_;  // results: nodes already at a fixed point
+  std::vector<NodeRef> keep_;             // keeps memo keys and results alive
 };
 
 NodeRef rewrite(const NodeRef& root, const RuleSet& rules);

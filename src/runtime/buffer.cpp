@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 #include "kiln/error.h"
 
@@ -12,18 +15,58 @@ namespace kiln {
 
 namespace {
 std::atomic<int64_t> next_buffer_id{1};
+
+// Freed host blocks are kept by size and reused: a fresh large allocation costs a page fault per
+// 4 KiB on first touch, often more than the kernel that writes it.
+class HostPool {
+ public:
+  void* get(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      auto it = free_.find(bytes);
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_ -= bytes;
+        return p;
+      }
+    }
+    return std::aligned_alloc(64, bytes);
+  }
+  void put(void* p, size_t bytes) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (cached_ + bytes > kMaxCached) {
+      std::free(p);
+      return;
+    }
+    free_[bytes].push_back(p);
+    cached_ += bytes;
+  }
+
+ private:
+  static constexpr size_t kMaxCached = size_t{1} << 30;
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  size_t cached_ = 0;
+};
+
+HostPool& pool() {
+  static HostPool* p = new HostPool();  // outlives static destructors that free buffers
+  return *p;
 }
+
+size_t rounded(size_t bytes) { return bytes < 64 ? 64 : (bytes + 63) / 64 * 64; }
+}  // namespace
 
 Buffer::Buffer(DType dtype_, int64_t numel_, Device device_)
     : dtype(dtype_), numel(numel_), device(device_), id(next_buffer_id++) {
   if (numel < 0) throw Error("Buffer: negative size " + std::to_string(numel));
   size_t bytes = nbytes();
-  size_t rounded = (bytes + 63) / 64 * 64;
-  data = std::aligned_alloc(64, rounded ? rounded : 64);
+  data = pool().get(rounded(bytes));
   if (!data) throw Error("Buffer: out of host memory allocating " + std::to_string(bytes) + " bytes");
 }
 
-Buffer::~Buffer() { std::free(data); }
+Buffer::~Buffer() { pool().put(data, rounded(nbytes())); }
 
 double Buffer::get_f(int64_t k) const {
   const char* p = static_cast<const char*>(data);
@@ -47,7 +90,10 @@ int64_t Buffer::get_i(int64_t k) const {
     case DType::I64: return reinterpret_cast<const int64_t*>(p)[k];
     case DType::U32: return reinterpret_cast<const uint32_t*>(p)[k];
     case DType::U64: return static_cast<int64_t>(reinterpret_cast<const uint64_t*>(p)[k]);
-    default: return static_cast<int64_t>(get_f(k));
+    default: {
+      double v = get_f(k);
+      return std::isfinite(v) && std::fabs(v) < 9.2e18 ? static_cast<int64_t>(v) : 0;
+    }
   }
 }
 
@@ -58,7 +104,7 @@ void Buffer::set_f(int64_t k, double v) {
     case DType::F64: reinterpret_cast<double*>(p)[k] = v; return;
     case DType::F16: reinterpret_cast<uint16_t*>(p)[k] = float_to_half(static_cast<float>(v)); return;
     case DType::BF16: reinterpret_cast<uint16_t*>(p)[k] = float_to_bf16(static_cast<float>(v)); return;
-    default: set_i(k, std::isfinite(v) ? static_cast<int64_t>(v) : 0); return;
+    default: set_i(k, std::isfinite(v) && std::fabs(v) < 9.2e18 ? static_cast<int64_t>(v) : 0); return;
   }
 }
 

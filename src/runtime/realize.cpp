@@ -51,8 +51,8 @@ double tolerance(DType t) {
   }
 }
 
-void validate(const schedule::Kernel& k, const codegen::Program& p, const Buffer& out) {
-  ref::Array want = ref::evaluate(k.outputs[0], true);
+void validate(const NodeRef& node, const codegen::Program& p, const Buffer& out) {
+  ref::Array want = ref::evaluate(node, true);
   double tol = tolerance(out.dtype);
   for (int64_t i = 0; i < out.numel; i++) {
     double got = is_float(out.dtype) ? out.get_f(i) : static_cast<double>(out.get_i(i));
@@ -62,7 +62,7 @@ void validate(const schedule::Kernel& k, const codegen::Program& p, const Buffer
     if (!ok) {
       std::ostringstream os;
       os.precision(10);
-      os << "kiln.validate: kernel " << p.name << " (output " << shape_str(k.outputs[0]->shape) << " "
+      os << "kiln.validate: kernel " << p.name << " (output " << shape_str(node->shape) << " "
          << dtype_name(out.dtype) << ") differs from the reference interpreter at element " << i << ": got " << got
          << ", expected " << ref;
       throw Error(os.str());
@@ -94,17 +94,23 @@ void realize(const std::vector<NodeRef>& roots) {
   for (size_t i = 0; i < sched.kernels.size(); i++) {
     const auto& k = sched.kernels[i];
     const auto& p = lowered[i]->program;
-    auto out = std::make_shared<Buffer>(k.outputs[0]->dtype, k.outputs[0]->numel());
-    new_bytes += static_cast<int64_t>(out->nbytes());
-    std::vector<void*> bufs{out->data};
-    int64_t bytes = static_cast<int64_t>(out->nbytes());
+    std::vector<std::shared_ptr<Buffer>> outs;
+    std::vector<void*> bufs;
+    int64_t bytes = 0;
+    for (auto& o : k.outputs) {
+      outs.push_back(std::make_shared<Buffer>(o->dtype, o->numel()));
+      bufs.push_back(outs.back()->data);
+      bytes += static_cast<int64_t>(outs.back()->nbytes());
+    }
+    new_bytes += bytes;
     for (auto& in : k.inputs) {
       bufs.push_back(in->buffer->data);
       bytes += static_cast<int64_t>(in->buffer->nbytes());
     }
     if (settings().debug >= 3) {
       std::cerr << "kiln: kernel " << i << " " << p.name << " -> " << shape_str(k.outputs[0]->shape) << " "
-                << dtype_name(k.outputs[0]->dtype) << ", reads " << k.inputs.size() << " buffers, opts:";
+                << dtype_name(k.outputs[0]->dtype) << (k.outputs.size() > 1 ? " (+" + std::to_string(k.outputs.size() - 1) + " outputs)" : "")
+                << ", reads " << k.inputs.size() << " buffers, opts:";
       for (auto& o : lowered[i]->opts) std::cerr << " " << o;
       std::cerr << (lowered[i]->opts.empty() ? " none" : "") << (p.outer_size > 1 ? ", THREAD" : "") << "\n";
     }
@@ -122,8 +128,10 @@ void realize(const std::vector<NodeRef>& roots) {
       std::fprintf(stderr, "kiln:   %-28s %9.3f ms %9.2f GB/s %9.2f GFLOP/s\n", p.name.c_str(), s * 1e3,
                    static_cast<double>(bytes) / s * 1e-9, p.flops / s * 1e-9);
     }
-    if (settings().validate) validate(k, p, *out);
-    k.outputs[0]->buffer = out;
+    for (size_t o = 0; o < outs.size(); o++) {
+      if (settings().validate) validate(k.outputs[o], p, *outs[o]);
+      k.outputs[o]->buffer = outs[o];
+    }
   }
   // roots the rewrites turned into other (already computed) nodes share their buffers
   for (size_t i = 0; i < roots.size(); i++)

@@ -33,22 +33,27 @@ NodeRef flat_index(const std::vector<NodeRef>& idx, const ir::Shape& shape) {
 
 class Builder {
  public:
-  Builder(const std::unordered_set<const Node*>& points, const NodeRef& out) : points_(points), out_(out) {
-    global_of(out);
+  // All outputs share one shape: the kernel's output loops.
+  Builder(const std::unordered_set<const Node*>& points, std::vector<NodeRef> outs)
+      : points_(points), outs_(std::move(outs)) {
+    for (auto& o : outs_) global_of(o);
   }
 
   NodeRef build() {
     std::vector<NodeRef> idx;
     int64_t id = 0;
-    for (auto d : out_->shape) idx.push_back(d == 1 ? ir::const_int(0) : ir::range(id++, d, false));
+    for (auto d : outs_[0]->shape) idx.push_back(d == 1 ? ir::const_int(0) : ir::range(id++, d, false));
     next_range_ = id;
-    NodeRef src = out_->op == Op::CONTIGUOUS ? out_->src[0] : out_;
-    NodeRef value = render(src, idx, nullptr, true);
-    NodeRef store = ir::make(Op::STORE, out_->dtype, {}, {global_of(out_), flat_index(idx, out_->shape), value});
-    return ir::simplify(ir::make(Op::SINK, out_->dtype, {}, {store}));
+    std::vector<NodeRef> stores;
+    for (auto& out : outs_) {
+      NodeRef src = out->op == Op::CONTIGUOUS ? out->src[0] : out;
+      NodeRef value = render(src, idx, nullptr, src == out);
+      stores.push_back(ir::make(Op::STORE, out->dtype, {}, {global_of(out), flat_index(idx, out->shape), value}));
+    }
+    return ir::simplify(ir::make(Op::SINK, outs_[0]->dtype, {}, stores));
   }
 
-  std::vector<NodeRef> inputs() const { return {globals_.begin() + 1, globals_.end()}; }
+  std::vector<NodeRef> inputs() const { return {globals_.begin() + static_cast<long>(outs_.size()), globals_.end()}; }
 
  private:
   NodeRef global_of(const NodeRef& n) {
@@ -149,13 +154,50 @@ class Builder {
   }
 
   const std::unordered_set<const Node*>& points_;
-  NodeRef out_;
+  std::vector<NodeRef> outs_;
   std::vector<NodeRef> globals_;
   std::unordered_map<const Node*, int64_t> global_index_;
   std::map<std::vector<const void*>, NodeRef> memo_;
   std::vector<NodeRef> keep_;
   int64_t next_range_ = 0;
 };
+
+}  // namespace
+
+namespace {
+
+// Realize points read by n's kernel (its inputs that are themselves computed in this schedule).
+void point_inputs(const NodeRef& n, const std::unordered_set<const Node*>& points, std::unordered_set<const Node*>& out) {
+  std::unordered_set<const Node*> seen;
+  std::vector<NodeRef> stack(n->src.begin(), n->src.end());
+  while (!stack.empty()) {
+    NodeRef x = stack.back();
+    stack.pop_back();
+    if (!seen.insert(x.get()).second || is_realized(x)) continue;
+    if (points.count(x.get())) {
+      out.insert(x.get());
+      continue;
+    }
+    for (auto& s : x->src) stack.push_back(s);
+  }
+}
+
+// Buffers already computed that n's kernel reads.
+std::unordered_set<const Node*> realized_inputs(const NodeRef& n, const std::unordered_set<const Node*>& points) {
+  std::unordered_set<const Node*> out, seen;
+  std::vector<NodeRef> stack(n->src.begin(), n->src.end());
+  while (!stack.empty()) {
+    NodeRef x = stack.back();
+    stack.pop_back();
+    if (!seen.insert(x.get()).second || points.count(x.get())) continue;
+    if (is_realized(x)) {
+      out.insert(x.get());
+      continue;
+    }
+    for (auto& s : x->src) stack.push_back(s);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -168,16 +210,53 @@ Schedule make_schedule(const std::vector<NodeRef>& roots) {
   std::unordered_set<const Node*> point_set;
   for (auto& p : points) point_set.insert(p.get());
 
-  Schedule s;
+  // transitive dependencies between realize points
+  std::unordered_map<const Node*, std::unordered_set<const Node*>> deps;
   for (auto& p : points) {
+    std::unordered_set<const Node*> direct, all;
+    point_inputs(p, point_set, direct);
+    for (auto* d : direct) {
+      all.insert(d);
+      all.insert(deps[d].begin(), deps[d].end());
+    }
+    deps[p.get()] = std::move(all);
+  }
+
+  // Multi-output kernels: independent points with one output shape that read a common buffer are
+  // computed by one kernel (e.g. x.sum(1) and x.max(1) read x once).
+  Schedule s;
+  std::vector<std::vector<NodeRef>> groups;
+  std::vector<bool> taken(points.size());
+  for (size_t i = 0; i < points.size(); i++) {
+    if (taken[i]) continue;
+    const NodeRef& p = points[i];
     if (p->numel() == 0) {
       s.empty.push_back(p);
       continue;
     }
-    Builder b(point_set, p);
+    std::vector<NodeRef> group{p};
+    auto shared = realized_inputs(p, point_set);
+    for (size_t j = i + 1; j < points.size() && !shared.empty(); j++) {
+      const NodeRef& q = points[j];
+      if (taken[j] || q->shape != p->shape || q->numel() == 0) continue;
+      bool independent = true, common = false;
+      for (auto& g : group) independent &= !deps[q.get()].count(g.get()) && !deps[g.get()].count(q.get());
+      for (auto* in : realized_inputs(q, point_set)) common |= shared.count(in) > 0;
+      // a later point that depends on nothing in between can join; others keep their order
+      for (size_t k = i + 1; k < j && independent; k++)
+        if (!taken[k]) independent &= !deps[q.get()].count(points[k].get());
+      if (independent && common) {
+        group.push_back(q);
+        taken[j] = true;
+      }
+    }
+    groups.push_back(std::move(group));
+  }
+  for (auto& g : groups) {
+    Builder b(point_set, g);
     Kernel k;
     k.ast = b.build();
-    k.outputs = {p};
+    k.outputs = g;
     k.inputs = b.inputs();
     s.kernels.push_back(std::move(k));
   }

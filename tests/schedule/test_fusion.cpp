@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include <cmath>
+
 #include "helpers.h"
 #include "schedule/schedule.h"
 
@@ -61,4 +63,20 @@ TEST(Fusion, CostModelCountsBytes) {
   EXPECT_FALSE(schedule::store_is_cheaper(2, 12, 4));  // three f32 inputs, two consumers: 24 vs 24
   EXPECT_TRUE(schedule::store_is_cheaper(3, 12, 4));   // three consumers: 36 vs 28
   EXPECT_TRUE(schedule::store_is_cheaper(2, 16, 4));   // four inputs: 32 vs 28
+}
+
+TEST(Fusion, ReducesOfOneInputRealizedTogetherShareOneKernel) {
+  Tensor x = r({16, 32}, 13);
+  Tensor s = x.sum(1), m = x.max(1), e = x.exp().sum(1);
+  int64_t before = stats().kernels_run;
+  realize({s, m, e});
+  EXPECT_EQ(stats().kernels_run - before, 1);
+  auto xv = x.to_vector<float>();
+  auto sv = s.to_vector<float>(), mv = m.to_vector<float>();
+  for (int i = 0; i < 16; i++) {
+    float ss = 0, mm = -INFINITY;
+    for (int j = 0; j < 32; j++) ss += xv[i * 32 + j], mm = std::max(mm, xv[i * 32 + j]);
+    EXPECT_NEAR(sv[i], ss, 1e-4);
+    EXPECT_EQ(mv[i], mm);
+  }
 }
