@@ -42,14 +42,16 @@ int main() {
   double kiln_ms = median_ms([&] { r = (a * b + c.tanh()).realize(); });
   double plain1_ms = median_ms([&] { c1_plain(out.data(), av.data(), bv.data(), cv.data(), 0, n, n); });
   double plainT_ms = median_ms([&] {
-    runtime::parallel_for(n, [&](int64_t s, int64_t e) { c1_plain(out.data(), av.data(), bv.data(), cv.data(), s, e, n); });
+    runtime::parallel_for(
+        n, [&](int64_t s, int64_t e) { c1_plain(out.data(), av.data(), bv.data(), cv.data(), s, e, n); });
   });
   auto rv = r.to_vector<float>();
   double maxerr = 0;
-  for (size_t i = 0; i < rv.size(); i++) maxerr = std::max(maxerr, static_cast<double>(std::abs(rv[i] - out[i])));
+  for (size_t i = 0; i < rv.size(); i++)
+    maxerr = std::max(maxerr, static_cast<double>(std::abs(rv[i] - out[i])));
 
-  std::printf("C1 a*b+tanh(c) %lldx%lld f32, %d threads, max |kiln - plain| = %.2e\n", static_cast<long long>(n),
-              static_cast<long long>(n), runtime::num_threads(), maxerr);
+  std::printf("C1 a*b+tanh(c) %lldx%lld f32, %d threads, max |kiln - plain| = %.2e\n",
+              static_cast<long long>(n), static_cast<long long>(n), runtime::num_threads(), maxerr);
   std::printf("%-34s %10s %10s %12s\n", "implementation", "ms", "GB/s", "vs plain/T");
   auto row = [&](const char* name, double ms) {
     std::printf("%-34s %10.3f %10.2f %12.2fx\n", name, ms, bytes / ms * 1e-6, plainT_ms / ms);

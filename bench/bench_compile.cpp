@@ -63,6 +63,7 @@ int main() {
     std::printf("%-26s %8zu %14.3f %14.3f %14.3f\n", name.c_str(), nk, median(sched_t), median(lower_t),
                 median(total_t));
   }
-  std::printf("median per kernel (schedule + lower + render): %.3f ms (target < 1 ms)\n", median(all_per_kernel));
+  std::printf("median per kernel (schedule + lower + render): %.3f ms (target < 1 ms)\n",
+              median(all_per_kernel));
   return 0;
 }

@@ -29,10 +29,14 @@ int main() {
 
   std::cout << "fusion (kernels per expression):\n";
   Tensor x = randn({512, 512}), w = randn({512, 256}), b = randn({256}), c = randn({1, 512});
-  std::printf("  %-38s %lld\n", "(x*2+1).relu().exp()", static_cast<long long>(kernels_in((x * 2 + 1).relu().exp())));
-  std::printf("  %-38s %lld\n", "x.sum(1) + x.max(1)", static_cast<long long>(kernels_in(x.sum(1) + x.max(1))));
-  std::printf("  %-38s %lld\n", "relu(x.matmul(w) + b)", static_cast<long long>(kernels_in((x.matmul(w) + b).relu())));
-  std::printf("  %-38s %lld\n", "x*x + tanh(c)  (c broadcast over rows)", static_cast<long long>(kernels_in(x * x + c.tanh())));
+  std::printf("  %-38s %lld\n", "(x*2+1).relu().exp()",
+              static_cast<long long>(kernels_in((x * 2 + 1).relu().exp())));
+  std::printf("  %-38s %lld\n", "x.sum(1) + x.max(1)",
+              static_cast<long long>(kernels_in(x.sum(1) + x.max(1))));
+  std::printf("  %-38s %lld\n", "relu(x.matmul(w) + b)",
+              static_cast<long long>(kernels_in((x.matmul(w) + b).relu())));
+  std::printf("  %-38s %lld\n", "x*x + tanh(c)  (c broadcast over rows)",
+              static_cast<long long>(kernels_in(x * x + c.tanh())));
   std::printf("  %-38s %lld\n\n", "x.softmax(1)", static_cast<long long>(kernels_in(x.softmax(1))));
 
   // a bandwidth-bound kernel on all cores: out = a*b + tanh(c), c broadcast over rows

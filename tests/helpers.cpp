@@ -22,10 +22,15 @@ int64_t numel_of(const Shape& s) {
 template <class T>
 Tensor ints(const Shape& s, DType t, double lo, double hi, std::mt19937_64& g) {
   double tlo, thi;
-  if (t == DType::Bool) tlo = 0, thi = 1;
-  else if (t == DType::U64) tlo = 0, thi = 9.0e18;
-  else if (t == DType::I64) tlo = -9.0e18, thi = 9.0e18;
-  else tlo = static_cast<double>(std::numeric_limits<T>::min()), thi = static_cast<double>(std::numeric_limits<T>::max());
+  if (t == DType::Bool)
+    tlo = 0, thi = 1;
+  else if (t == DType::U64)
+    tlo = 0, thi = 9.0e18;
+  else if (t == DType::I64)
+    tlo = -9.0e18, thi = 9.0e18;
+  else
+    tlo = static_cast<double>(std::numeric_limits<T>::min()),
+    thi = static_cast<double>(std::numeric_limits<T>::max());
   auto l = static_cast<int64_t>(std::ceil(std::clamp(lo, tlo, thi)));
   auto h = static_cast<int64_t>(std::floor(std::clamp(hi, tlo, thi)));
   if (h < l) h = l;
@@ -52,7 +57,7 @@ bool same(double got, double want, double rtol, double atol) {
 
 std::string fmt(double v) {
   std::ostringstream os;
-  os.precision(10);
+  os.precision(17);
   os << v;
   return os.str();
 }
@@ -62,12 +67,15 @@ std::string fmt(double v) {
 Tensor random_tensor(const Shape& shape, DType dtype, double lo, double hi, uint64_t seed) {
   std::mt19937_64 g(seed);
   switch (dtype) {
-    case DType::F32: return floats<float>(shape, dtype, lo, hi, g, [](double x) { return static_cast<float>(x); });
+    case DType::F32:
+      return floats<float>(shape, dtype, lo, hi, g, [](double x) { return static_cast<float>(x); });
     case DType::F64: return floats<double>(shape, dtype, lo, hi, g, [](double x) { return x; });
     case DType::F16:
-      return floats<uint16_t>(shape, dtype, lo, hi, g, [](double x) { return float_to_half(static_cast<float>(x)); });
+      return floats<uint16_t>(shape, dtype, lo, hi, g,
+                              [](double x) { return float_to_half(static_cast<float>(x)); });
     case DType::BF16:
-      return floats<uint16_t>(shape, dtype, lo, hi, g, [](double x) { return float_to_bf16(static_cast<float>(x)); });
+      return floats<uint16_t>(shape, dtype, lo, hi, g,
+                              [](double x) { return float_to_bf16(static_cast<float>(x)); });
     case DType::Bool: return ints<uint8_t>(shape, dtype, lo, hi, g);
     case DType::U8: return ints<uint8_t>(shape, dtype, lo, hi, g);
     case DType::I8: return ints<int8_t>(shape, dtype, lo, hi, g);
@@ -91,9 +99,9 @@ Tol default_tol(DType t, bool transcendental) {
 }
 
 namespace {
-bool compare(const Shape& got_shape, DType dtype, const std::vector<double>& got, const std::vector<int64_t>& got_i,
-             const Shape& want_shape, const std::vector<double>& want, const std::vector<int64_t>& want_i,
-             double rtol, double atol) {
+bool compare(const Shape& got_shape, DType dtype, const std::vector<double>& got,
+             const std::vector<int64_t>& got_i, const Shape& want_shape, const std::vector<double>& want,
+             const std::vector<int64_t>& want_i, double rtol, double atol) {
   if (got_shape != want_shape) {
     ADD_FAILURE() << "shape mismatch: got " << shape_str(got_shape) << ", want " << shape_str(want_shape);
     return false;
@@ -129,7 +137,8 @@ bool expect_matches_reference(const Tensor& t, double rtol, double atol) {
   return expect_matches_reference(t, n, rtol, atol);
 }
 
-bool expect_matches_reference(const Tensor& t, const std::shared_ptr<const ir::Node>& n, double rtol, double atol) {
+bool expect_matches_reference(const Tensor& t, const std::shared_ptr<const ir::Node>& n, double rtol,
+                              double atol) {
   ref::Array want;
   try {
     want = ref::evaluate(n, /*use_realized=*/false);
@@ -138,14 +147,17 @@ bool expect_matches_reference(const Tensor& t, const std::shared_ptr<const ir::N
     return false;
   }
   if (t.dtype() != want.dtype) {
-    ADD_FAILURE() << "dtype mismatch: tensor " << dtype_name(t.dtype()) << ", reference " << dtype_name(want.dtype);
+    ADD_FAILURE() << "dtype mismatch: tensor " << dtype_name(t.dtype()) << ", reference "
+                  << dtype_name(want.dtype);
     return false;
   }
   std::vector<double> got;
   std::vector<int64_t> got_i;
   try {
-    if (is_float(t.dtype())) got = t.to_vector<double>();
-    else got_i = t.to_vector<int64_t>();
+    if (is_float(t.dtype()))
+      got = t.to_vector<double>();
+    else
+      got_i = t.to_vector<int64_t>();
   } catch (const std::exception& e) {
     ADD_FAILURE() << "realize threw: " << e.what();
     return false;

@@ -6,14 +6,14 @@
 namespace kiln {
 
 struct Settings {
-  int debug = 0;          // KILN_DEBUG: 1 schedule summary, 2 per-kernel timing, 3 schedule+opts,
-                          // 4 source, 5 kernel AST + linear program, 6 graph after each rewrite
-  bool noopt = false;     // KILN_NOOPT=1: no kernel optimizations
-  bool validate = false;  // KILN_VALIDATE=1: check every kernel against the reference interpreter
-  bool fast_math = false; // KILN_FAST_MATH=1: allow x*0 -> 0 on floats
-  int threads = 0;        // KILN_THREADS (0 = all cores)
-  std::string cc;         // KILN_CC (default: cc, gcc or clang on PATH)
-  std::string cache_dir;  // KILN_CACHE_DIR (default ~/.cache/kiln)
+  int debug = 0;           // KILN_DEBUG: 1 schedule summary, 2 per-kernel timing, 3 schedule+opts,
+                           // 4 source, 5 kernel AST + linear program, 6 graph after each rewrite
+  bool noopt = false;      // KILN_NOOPT=1: no kernel optimizations
+  bool validate = false;   // KILN_VALIDATE=1: check every kernel against the reference interpreter
+  bool fast_math = false;  // KILN_FAST_MATH=1: allow x*0 -> 0 on floats
+  int threads = 0;         // KILN_THREADS (0 = all cores)
+  std::string cc;          // KILN_CC (default: cc, gcc or clang on PATH)
+  std::string cache_dir;   // KILN_CACHE_DIR (default ~/.cache/kiln)
 };
 // Read once from the environment; tests may change them.
 Settings& settings();

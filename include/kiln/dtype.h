@@ -10,10 +10,10 @@ enum class DType : uint8_t { Bool, U8, I8, I16, I32, I64, U32, U64, F16, BF16, F
 inline constexpr DType kDefaultFloat = DType::F32;
 
 int dtype_size(DType t);
-const char* dtype_name(DType t);    // "f32", "bf16", ...
+const char* dtype_name(DType t);  // "f32", "bf16", ...
 bool is_float(DType t);
-bool is_int(DType t);               // integer types, not bool
-bool is_unsigned(DType t);          // u8, u32, u64 (not bool)
+bool is_int(DType t);       // integer types, not bool
+bool is_unsigned(DType t);  // u8, u32, u64 (not bool)
 // Result type of a binary op between two tensors (torch.result_type rules).
 DType promote_types(DType a, DType b);
 // Result type of tensor (dtype t) op python-style scalar (is_float_scalar / bool scalar).

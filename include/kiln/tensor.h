@@ -27,11 +27,13 @@ std::string shape_str(const Shape& s);  // "(2, 3)"
 // PyTorch's promotion rules (an int tensor + 1 stays int, + 1.5 becomes float).
 struct Scalar {
   enum class Kind { Bool, Int, Float } kind;
-  double v;
-  Scalar(bool b) : kind(Kind::Bool), v(b) {}
-  Scalar(int x) : kind(Kind::Int), v(x) {}
-  Scalar(long x) : kind(Kind::Int), v(static_cast<double>(x)) {}
-  Scalar(long long x) : kind(Kind::Int), v(static_cast<double>(x)) {}
+  double v;       // the value (all kinds)
+  int64_t i = 0;  // the exact value of Bool and Int scalars
+  Scalar(bool b) : kind(Kind::Bool), v(b), i(b) {}
+  Scalar(int x) : kind(Kind::Int), v(x), i(x) {}
+  Scalar(long x) : kind(Kind::Int), v(static_cast<double>(x)), i(x) {}
+  Scalar(long long x) : kind(Kind::Int), v(static_cast<double>(x)), i(x) {}
+  Scalar(unsigned x) : kind(Kind::Int), v(x), i(x) {}
   Scalar(float x) : kind(Kind::Float), v(x) {}
   Scalar(double x) : kind(Kind::Float), v(x) {}
 };
@@ -68,8 +70,10 @@ class Tensor {
 
   // --- realization and reading ---
   const Tensor& realize() const;
-  template <class T> T item() const;
-  template <class T> std::vector<T> to_vector() const;
+  template <class T>
+  T item() const;
+  template <class T>
+  std::vector<T> to_vector() const;
   std::string str() const;  // PyTorch-like printing
   Tensor to(DType t) const;
 
@@ -186,7 +190,8 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadcast");
 
 // --- creation ---
-template <class T> Tensor tensor(const std::vector<T>& data, Shape shape = {});
+template <class T>
+Tensor tensor(const std::vector<T>& data, Shape shape = {});
 Tensor tensor(std::initializer_list<float> data, Shape shape = {});
 Tensor from_buffer(const void* data, Shape shape, DType dtype);  // copies
 Tensor zeros(Shape s, TensorOptions o = {});

@@ -40,7 +40,8 @@ Lowered lower(const NodeRef& ast) {
   out.program.name = kernel_name(s);
   out.program.hash = s->hash * 31 + (settings().noopt ? 1 : 0);
   char hex[24];
-  std::snprintf(hex, sizeof hex, "_%012llx", static_cast<unsigned long long>(out.program.hash & 0xffffffffffffull));
+  std::snprintf(hex, sizeof hex, "_%012llx",
+                static_cast<unsigned long long>(out.program.hash & 0xffffffffffffull));
   out.program.symbol = out.program.name + hex;
   out.source = render_c(out.program);
   if (settings().debug >= 5)

@@ -10,8 +10,8 @@ namespace kiln::codegen {
 
 struct Lowered {
   Program program;
-  std::string source;              // C source of this kernel (without the shared prelude)
-  std::vector<std::string> opts;   // optimizations applied (KILN_DEBUG=3)
+  std::string source;             // C source of this kernel (without the shared prelude)
+  std::vector<std::string> opts;  // optimizations applied (KILN_DEBUG=3)
 };
 
 Lowered lower(const ir::NodeRef& ast);

@@ -1,7 +1,7 @@
 // Printing of linear programs (KILN_DEBUG=5).
-#include <sstream>
-
 #include "codegen/program.h"
+
+#include <sstream>
 
 namespace kiln::codegen {
 
@@ -15,7 +15,8 @@ std::string to_string(const Program& p) {
       for (size_t k = 0; k < in.src.size(); k++) os << (k ? ", " : "") << in.src[k];
       os << ")";
     }
-    if (in.op == ir::Op::CONST && is_float(in.dtype)) os << " " << in.fval;
+    if (in.op == ir::Op::CONST && is_float(in.dtype))
+      os << " " << in.fval;
     else if (!in.arg.empty()) {
       os << " [";
       for (size_t k = 0; k < in.arg.size(); k++) os << (k ? ", " : "") << in.arg[k];

@@ -13,21 +13,21 @@ namespace kiln::codegen {
 struct Inst {
   ir::Op op;
   DType dtype;
-  std::vector<int> src;       // indices of earlier instructions
-  std::vector<int64_t> arg;   // DEFINE_GLOBAL {index}; CONST {int value}; RANGE {id, size, reduce, outer};
-                              // DEFINE_ACC {reduce op}; ALU {1} = accumulate into src[0] (a DEFINE_ACC)
-  double fval = 0;            // CONST float value
+  std::vector<int> src;      // indices of earlier instructions
+  std::vector<int64_t> arg;  // DEFINE_GLOBAL {index}; CONST {int value}; RANGE {id, size, reduce, outer};
+                             // DEFINE_ACC {reduce op}; ALU {1} = accumulate into src[0] (a DEFINE_ACC)
+  double fval = 0;           // CONST float value
 };
 
 struct Program {
-  std::string name;                  // e.g. r_16_32 (r_ reduce, E_ elementwise; loop sizes)
-  std::string symbol;                // name plus a content hash: unique and stable
+  std::string name;    // e.g. r_16_32 (r_ reduce, E_ elementwise; loop sizes)
+  std::string symbol;  // name plus a content hash: unique and stable
   std::vector<Inst> insts;
-  std::vector<DType> globals;        // dtype of each DEFINE_GLOBAL, by index
-  std::vector<bool> written;         // whether each global is stored to
-  int64_t outer_size = 1;            // trip count of the outermost global loop (split over threads)
-  double flops = 0;                  // ALU operations per launch (for KILN_DEBUG=2)
-  uint64_t hash = 0;                 // content hash of the AST and opts
+  std::vector<DType> globals;  // dtype of each DEFINE_GLOBAL, by index
+  std::vector<bool> written;   // whether each global is stored to
+  int64_t outer_size = 1;      // trip count of the outermost global loop (split over threads)
+  double flops = 0;            // ALU operations per launch (for KILN_DEBUG=2)
+  uint64_t hash = 0;           // content hash of the AST and opts
 };
 
 std::string to_string(const Program& p);  // one line per instruction (KILN_DEBUG=5)

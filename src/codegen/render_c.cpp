@@ -98,14 +98,18 @@ const char* value_type(DType t) {
     case DType::I64: return "int64_t";
     case DType::U32: return "uint32_t";
     case DType::U64: return "uint64_t";
-    case DType::F16: case DType::BF16: case DType::F32: return "float";
+    case DType::F16:
+    case DType::BF16:
+    case DType::F32: return "float";
     case DType::F64: return "double";
   }
   return "?";
 }
 
 // C type of an element in memory
-const char* storage_type(DType t) { return is_half(t) ? "uint16_t" : t == DType::Bool ? "uint8_t" : value_type(t); }
+const char* storage_type(DType t) {
+  return is_half(t) ? "uint16_t" : t == DType::Bool ? "uint8_t" : value_type(t);
+}
 
 std::string literal(const Inst& in) {
   char buf[64];
@@ -114,7 +118,8 @@ std::string literal(const Inst& in) {
     bool f64 = in.dtype == DType::F64;
     if (std::isnan(v)) return f64 ? "(double)NAN" : "NAN";
     if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + (f64 ? "(double)INFINITY" : "INFINITY");
-    std::snprintf(buf, sizeof buf, f64 ? "%.17g" : "%.9gf", f64 ? v : static_cast<double>(static_cast<float>(v)));
+    std::snprintf(buf, sizeof buf, f64 ? "%.17g" : "%.9gf",
+                  f64 ? v : static_cast<double>(static_cast<float>(v)));
     std::string s = buf;
     if (s.find_first_of(".en") == std::string::npos) s.insert(s.size() - (f64 ? 0 : 1), ".0");
     return s;
@@ -142,8 +147,8 @@ class Renderer {
   std::string run() {
     os_ << "void " << p_.symbol << "(";
     for (size_t i = 0; i < p_.globals.size(); i++)
-      os_ << (i ? ", " : "") << (p_.written[i] ? "" : "const ") << storage_type(p_.globals[i]) << "* restrict data"
-          << i;
+      os_ << (i ? ", " : "") << (p_.written[i] ? "" : "const ") << storage_type(p_.globals[i])
+          << "* restrict data" << i;
     os_ << (p_.globals.empty() ? "" : ", ") << "int64_t start, int64_t end) {\n";
     indent_ = 1;
     for (size_t i = 0; i < p_.insts.size(); i++) line(static_cast<int>(i));
@@ -168,7 +173,9 @@ class Renderer {
   std::string load_expr(const Inst& in) {
     DType t = p_.globals[static_cast<size_t>(p_.insts[in.src[0]].arg[0])];
     std::string raw = v(in.src[0]) + "[" + v(in.src[1]) + "]";
-    std::string val = t == DType::F16 ? "kiln_h2f(" + raw + ")" : t == DType::BF16 ? "kiln_bf2f(" + raw + ")" : raw;
+    std::string val = t == DType::F16    ? "kiln_h2f(" + raw + ")"
+                      : t == DType::BF16 ? "kiln_bf2f(" + raw + ")"
+                                         : raw;
     if (in.src.size() > 2) val = "(" + v(in.src[2]) + " ? " + val + " : 0)";
     return val;
   }
@@ -196,12 +203,20 @@ class Renderer {
       case Op::BITCAST: {
         DType from = p_.insts[in.src[0]].dtype;
         if (is_half(t) || is_half(from)) throw Error("kiln.render_c: BITCAST of half types is not supported");
-        return std::string("({ ") + value_type(t) + " t_; __builtin_memcpy(&t_, &" + a(0) + ", sizeof t_); t_; })";
+        return std::string("({ ") + value_type(t) + " t_; __builtin_memcpy(&t_, &" + a(0) +
+               ", sizeof t_); t_; })";
       }
       case Op::ADD: return a(0) + " + " + a(1);
-      case Op::MUL: return a(0) + " * " + a(1);
+      case Op::MUL:  // a * recip(b) is an IEEE division: correctly rounded, as a / b is
+        for (int k = 0; k < 2; k++) {
+          const Inst& r = p_.insts[in.src[static_cast<size_t>(k)]];
+          if (r.op == Op::RECIP && f) return a(1 - k) + " / " + v(r.src[0]);
+        }
+        return a(0) + " * " + a(1);
       case Op::MAX:
-        if (f) return "((" + a(0) + " != " + a(0) + " || " + a(0) + " > " + a(1) + ") ? " + a(0) + " : " + a(1) + ")";
+        if (f)
+          return "((" + a(0) + " != " + a(0) + " || " + a(0) + " > " + a(1) + ") ? " + a(0) + " : " + a(1) +
+                 ")";
         return "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
       case Op::IDIV: return "(" + a(1) + " == 0 ? 0 : " + a(0) + " / " + a(1) + ")";
       case Op::MOD: return "(" + a(1) + " == 0 ? 0 : " + a(0) + " % " + a(1) + ")";
@@ -232,7 +247,10 @@ class Renderer {
         indent_++;
         return;
       }
-      case Op::ENDRANGE: indent_--; out("}"); return;
+      case Op::ENDRANGE:
+        indent_--;
+        out("}");
+        return;
       case Op::LOAD: def(i, "val", load_expr(in)); return;
       case Op::DEFINE_ACC: def(i, "acc", v(in.src[0])); return;
       case Op::STORE: {

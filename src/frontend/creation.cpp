@@ -22,11 +22,11 @@ NodeRef iota(const Shape& s, int64_t d, DType t) { return ir::make(Op::IOTA, t, 
 
 Tensor full(Shape s, Scalar v, std::optional<DType> dtype) {
   check_shape("full", s);
-  DType t = dtype ? *dtype
-                  : v.kind == Scalar::Kind::Float ? kDefaultFloat
-                  : v.kind == Scalar::Kind::Int   ? DType::I64
-                                                  : DType::Bool;
-  return Tensor(frontend::full(s, v.v, t));
+  DType t = dtype                           ? *dtype
+            : v.kind == Scalar::Kind::Float ? kDefaultFloat
+            : v.kind == Scalar::Kind::Int   ? DType::I64
+                                            : DType::Bool;
+  return Tensor(frontend::full(s, v, t));
 }
 Tensor zeros(Shape s, TensorOptions o) { return full(std::move(s), 0.0, o.dtype); }
 Tensor ones(Shape s, TensorOptions o) { return full(std::move(s), 1.0, o.dtype); }

@@ -16,7 +16,7 @@ using ir::Op;
 
 namespace {
 
-NodeRef scalar_node(Scalar s, DType t, const Shape& shape) { return ir::const_float(s.v, t, shape); }
+NodeRef scalar_node(Scalar s, DType t, const Shape& shape) { return frontend::full(shape, s, t); }
 
 DType scalar_dtype(DType t, Scalar s) {
   if (s.kind == Scalar::Kind::Float) return promote_with_scalar(t, true);
@@ -38,7 +38,8 @@ Tensor bin(const char* name, Op op, const Tensor& a, Scalar s, bool scalar_first
 Tensor unary(Op op, const Tensor& x) { return Tensor(ewise(op, {x.node()}, x.dtype())); }
 
 void need_numeric(const char* op, const Tensor& x) {
-  if (x.dtype() == DType::Bool) fail(op, "not supported for bool tensors (shape " + shape_str(x.shape()) + ")");
+  if (x.dtype() == DType::Bool)
+    fail(op, "not supported for bool tensors (shape " + shape_str(x.shape()) + ")");
 }
 
 // Math on half types is computed in f32, then rounded back.
@@ -56,7 +57,8 @@ Tensor logical(const Tensor& x) { return x.to(DType::Bool); }
 Tensor operator+(const Tensor& a, const Tensor& b) { return bin("add", Op::ADD, a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return bin("mul", Op::MUL, a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) {
-  if (a.dtype() == DType::Bool && b.dtype() == DType::Bool) fail("sub", "subtracting bool tensors is not supported");
+  if (a.dtype() == DType::Bool && b.dtype() == DType::Bool)
+    fail("sub", "subtracting bool tensors is not supported");
   DType t = promote_types(a.dtype(), b.dtype());
   return a.to(t) + b.to(t).neg();
 }
@@ -66,10 +68,13 @@ Tensor operator/(const Tensor& a, const Tensor& b) {
 }
 Tensor operator+(const Tensor& a, Scalar b) { return bin("add", Op::ADD, a, b); }
 Tensor operator*(const Tensor& a, Scalar b) { return bin("mul", Op::MUL, a, b); }
-Tensor operator-(const Tensor& a, Scalar b) { return a + Scalar{b.kind == Scalar::Kind::Float ? Scalar(-b.v) : Scalar(static_cast<long long>(-b.v))}; }
+Tensor operator-(const Tensor& a, Scalar b) {
+  return a + (b.kind == Scalar::Kind::Float ? Scalar(-b.v)
+                                            : Scalar(static_cast<long long>(-static_cast<uint64_t>(b.i))));
+}
 Tensor operator/(const Tensor& a, Scalar b) {
   DType t = float_result(scalar_dtype(a.dtype(), b));
-  return a.to(t) * (1.0 / b.v);
+  return a.to(t) * full(a.shape(), b.v, t).reciprocal();
 }
 Tensor operator+(Scalar a, const Tensor& b) { return b + a; }
 Tensor operator*(Scalar a, const Tensor& b) { return b * a; }
@@ -106,13 +111,22 @@ Tensor Tensor::sin() const {
   return float_math(*this, [](const Tensor& x) { return unary(Op::SIN, x); });
 }
 Tensor Tensor::cos() const {
-  return float_math(*this, [](const Tensor& x) { return unary(Op::SIN, (std::numbers::pi / 2) - x); });
+  // cos(x) = sin(x + pi/2); the shift is done in f64 so large f32 arguments keep their precision
+  DType out = float_result(dtype());
+  return unary(Op::SIN, to(DType::F64) + std::numbers::pi / 2).to(out);
 }
 Tensor Tensor::sigmoid() const {
   return float_math(*this, [](const Tensor& x) { return ((-x).exp() + 1.0).reciprocal(); });
 }
 Tensor Tensor::tanh() const {
-  return float_math(*this, [](const Tensor& x) { return (x * 2.0).sigmoid() * 2.0 - 1.0; });
+  return float_math(*this, [](const Tensor& x) {
+    // tanh|x| = (1 - e^-2|x|) / (1 + e^-2|x|) cancels for small |x|: there its odd Taylor series
+    Tensor ax = x.abs(), t = (ax * -2.0).exp();
+    Tensor big = (1.0 - t) / (1.0 + t);
+    Tensor x2 = x * x;
+    Tensor small = x * (1.0 + x2 * (-1.0 / 3 + x2 * (2.0 / 15 + x2 * (-17.0 / 315))));
+    return where(ax < 0.0625, small, where(x < 0.0, -big, big));
+  });
 }
 Tensor Tensor::trunc() const {
   if (!is_float(dtype())) return *this;
@@ -128,6 +142,14 @@ Tensor Tensor::abs() const {
 }
 
 Tensor Tensor::pow(Scalar e) const {
+  if (!is_float(dtype()) && e.kind != Scalar::Kind::Float) {  // int ** int stays int (repeated squaring)
+    if (e.i < 0)
+      fail("pow", "integers to negative integer powers are not allowed (" + to_string(dtype()) + ")");
+    Tensor r = ones_like(*this), b = *this;
+    for (int64_t k = e.i; k > 0; k >>= 1, b = b * b)
+      if (k & 1) r = r * b;
+    return r;
+  }
   // small integer exponents are plain multiplies: exact, and much faster than exp2/log2
   if (e.v == 1) return *this;
   if (e.v == 2) return *this * *this;
@@ -140,9 +162,9 @@ Tensor Tensor::pow(Scalar e) const {
 
 Tensor Tensor::pow(const Tensor& e) const {
   DType t = promote_types(dtype(), e.dtype());
-  if (!is_float(t)) {
-    fail("pow", "integer pow of tensors needs float inputs here; got " + to_string(dtype()) + " and " +
-                    to_string(e.dtype()) + " (use .to(kiln::DType::F32))");
+  if (!is_float(t)) {  // int ** int tensor: exact in f64 below 2^53, rounded back
+    Tensor r = to(DType::F64).pow(e.to(DType::F64));
+    return where(r < 0.0, (r - 0.5).trunc(), (r + 0.5).trunc()).to(t);
   }
   return float_math(to(t), [&](const Tensor& b) {
     Tensor x = e.to(b.dtype());
@@ -188,10 +210,8 @@ Tensor operator<(const Tensor& a, const Tensor& b) { return a.lt(b); }
 Tensor operator<=(const Tensor& a, const Tensor& b) { return a.le(b); }
 Tensor operator>(const Tensor& a, const Tensor& b) { return a.gt(b); }
 Tensor operator>=(const Tensor& a, const Tensor& b) { return a.ge(b); }
-#define KILN_CMP_SCALAR(OP, M)                                             \
-  Tensor operator OP(const Tensor& a, Scalar b) {                         \
-    return a.M(full({}, b, scalar_dtype(a.dtype(), b)));                  \
-  }
+#define KILN_CMP_SCALAR(OP, M) \
+  Tensor operator OP(const Tensor& a, Scalar b) { return a.M(full({}, b, scalar_dtype(a.dtype(), b))); }
 KILN_CMP_SCALAR(==, eq)
 KILN_CMP_SCALAR(!=, ne)
 KILN_CMP_SCALAR(<, lt)
@@ -216,10 +236,14 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   DType t = promote_types(a.dtype(), b.dtype());
   Shape s = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   return Tensor(ir::make(Op::WHERE, t, s,
-                         {frontend::expand(cond.to(DType::Bool).node(), s), frontend::expand(a.to(t).node(), s),
-                          frontend::expand(b.to(t).node(), s)}));
+                         {frontend::expand(cond.to(DType::Bool).node(), s),
+                          frontend::expand(a.to(t).node(), s), frontend::expand(b.to(t).node(), s)}));
 }
-Tensor where(const Tensor& cond, const Tensor& a, Scalar b) { return where(cond, a, full({}, b, scalar_dtype(a.dtype(), b))); }
-Tensor where(const Tensor& cond, Scalar a, const Tensor& b) { return where(cond, full({}, a, scalar_dtype(b.dtype(), a)), b); }
+Tensor where(const Tensor& cond, const Tensor& a, Scalar b) {
+  return where(cond, a, full({}, b, scalar_dtype(a.dtype(), b)));
+}
+Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
+  return where(cond, full({}, a, scalar_dtype(b.dtype(), a)), b);
+}
 
 }  // namespace kiln

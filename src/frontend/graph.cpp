@@ -41,6 +41,10 @@ NodeRef expand(const NodeRef& x, const Shape& s) {
 }
 
 NodeRef full(const Shape& s, double v, DType t) { return ir::const_float(v, t, s); }
+NodeRef full(const Shape& s, const Scalar& v, DType t) {
+  if (!is_float(t) && v.kind != Scalar::Kind::Float) return ir::const_int(v.i, t, s);
+  return ir::const_float(v.v, t, s);
+}
 
 NodeRef ewise(Op op, std::vector<NodeRef> src, DType out) {
   Shape s = src.at(0)->shape;
@@ -86,9 +90,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1)
-      frontend::fail(op, "shapes " + shape_str(a) + " and " + shape_str(b) +
-                             " cannot be broadcast: dim " + std::to_string(i) + " is " + std::to_string(da) +
-                             " vs " + std::to_string(db));
+      frontend::fail(op, "shapes " + shape_str(a) + " and " + shape_str(b) + " cannot be broadcast: dim " +
+                             std::to_string(i) + " is " + std::to_string(da) + " vs " + std::to_string(db));
     r[i] = da == 1 ? db : da;
   }
   return r;

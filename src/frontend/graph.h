@@ -20,6 +20,7 @@ NodeRef cast(const NodeRef& x, DType t);
 NodeRef reshape(const NodeRef& x, const Shape& s);
 NodeRef expand(const NodeRef& x, const Shape& s);  // prepends 1s as needed
 NodeRef full(const Shape& s, double v, DType t);
+NodeRef full(const Shape& s, const Scalar& v, DType t);  // exact for int64 values of int scalars
 // Elementwise node: all sources must already share the shape; out dtype given.
 NodeRef ewise(Op op, std::vector<NodeRef> src, DType out);
 // Binary op on two nodes of one dtype, broadcasting shapes.

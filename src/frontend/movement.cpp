@@ -25,21 +25,22 @@ Tensor Tensor::reshape(Shape s) const {
   }
   if (infer >= 0) {
     if (known == 0 || numel() % known != 0)
-      fail("reshape", "cannot infer -1 in " + shape_str(s) + " for a tensor of shape " + shape_str(shape()) + " (" +
-                          std::to_string(numel()) + " elements)");
+      fail("reshape", "cannot infer -1 in " + shape_str(s) + " for a tensor of shape " + shape_str(shape()) +
+                          " (" + std::to_string(numel()) + " elements)");
     s[infer] = numel() / known;
     known *= s[infer];
   }
   if (known != numel())
-    fail("reshape", "shape " + shape_str(s) + " (" + std::to_string(known) + " elements) is invalid for a tensor of shape " +
-                        shape_str(shape()) + " (" + std::to_string(numel()) + " elements)");
+    fail("reshape", "shape " + shape_str(s) + " (" + std::to_string(known) +
+                        " elements) is invalid for a tensor of shape " + shape_str(shape()) + " (" +
+                        std::to_string(numel()) + " elements)");
   return Tensor(frontend::reshape(node(), s));
 }
 
 Tensor Tensor::permute(std::vector<int64_t> perm) const {
   if (static_cast<int64_t>(perm.size()) != dim())
-    fail("permute", "permutation has " + std::to_string(perm.size()) + " dims, tensor of shape " + shape_str(shape()) +
-                        " has " + std::to_string(dim()));
+    fail("permute", "permutation has " + std::to_string(perm.size()) + " dims, tensor of shape " +
+                        shape_str(shape()) + " has " + std::to_string(dim()));
   std::vector<bool> seen(perm.size());
   Shape s(perm.size());
   for (size_t i = 0; i < perm.size(); i++) {
@@ -65,7 +66,8 @@ Tensor Tensor::expand(Shape s) const {
   int64_t off = static_cast<int64_t>(s.size()) - dim();
   for (size_t i = 0; i < s.size(); i++)
     if (s[i] == -1) {
-      if (static_cast<int64_t>(i) < off) fail("expand", "-1 is not allowed for a new leading dim in " + shape_str(s));
+      if (static_cast<int64_t>(i) < off)
+        fail("expand", "-1 is not allowed for a new leading dim in " + shape_str(s));
       s[i] = shape()[i - off];
     }
   return Tensor(frontend::expand(node(), s));
@@ -128,7 +130,8 @@ Tensor Tensor::pad(std::vector<int64_t> pads, double value) const {
   return where(mask, padded, full({}, value, dtype()));
 }
 
-Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) const {
+Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> end,
+                     int64_t step) const {
   d = norm_dim("slice", d, dim());
   if (step <= 0) fail("slice", "step must be positive, got " + std::to_string(step));
   int64_t n = shape()[d];
@@ -165,8 +168,8 @@ Tensor Tensor::index(std::vector<TensorIndex> idx) const {
     if (auto* k = std::get_if<int64_t>(&i)) {
       int64_t n = r.shape()[d];
       if (*k < -n || *k >= n)
-        fail("index", "index " + std::to_string(*k) + " is out of bounds for dim " + std::to_string(d) + " with size " +
-                          std::to_string(n));
+        fail("index", "index " + std::to_string(*k) + " is out of bounds for dim " + std::to_string(d) +
+                          " with size " + std::to_string(n));
       r = r.slice(d, *k, *k < 0 ? (*k + n + 1) : *k + 1).squeeze(d);
     } else {
       auto& s = std::get<Slice>(i);
@@ -179,7 +182,11 @@ Tensor Tensor::index(std::vector<TensorIndex> idx) const {
 
 Tensor Tensor::flip(std::vector<int64_t> dims) const {
   std::vector<int64_t> arg(dim(), 0);
-  for (auto x : dims) arg[norm_dim("flip", x, dim())] ^= 1;
+  for (auto x : dims) {
+    int64_t d = norm_dim("flip", x, dim());
+    if (arg[d]) fail("flip", "dim " + std::to_string(d) + " appears more than once in the dims");
+    arg[d] = 1;
+  }
   bool any = false;
   for (int64_t i = 0; i < dim(); i++) {
     if (shape()[i] <= 1) arg[i] = 0;

@@ -17,6 +17,10 @@ std::vector<int64_t> norm_dims(const char* op, std::vector<int64_t> dims, int64_
   if (dims.empty())
     for (int64_t i = 0; i < ndim; i++) dims.push_back(i);
   for (auto& d : dims) d = frontend::norm_dim(op, d, ndim);
+  for (size_t i = 0; i < dims.size(); i++)
+    for (size_t j = 0; j < i; j++)
+      if (dims[i] == dims[j])
+        frontend::fail(op, "dim " + std::to_string(dims[i]) + " appears more than once in the dims");
   if (ndim == 0) dims.clear();
   return dims;
 }
@@ -29,7 +33,8 @@ Tensor finish(const Tensor& x, NodeRef r, const std::vector<int64_t>& dims, bool
   return Tensor(frontend::reshape(r, s));
 }
 
-Tensor reduce(const char* op, Op rop, const Tensor& x, std::vector<int64_t> dims, bool keepdim, DType acc, DType out) {
+Tensor reduce(const char* op, Op rop, const Tensor& x, std::vector<int64_t> dims, bool keepdim, DType acc,
+              DType out) {
   dims = norm_dims(op, dims, x.dim());
   NodeRef r = frontend::reduce(rop, x.to(acc).node(), dims);
   return finish(x, frontend::cast(r, out), dims, keepdim);
@@ -55,7 +60,9 @@ Tensor Tensor::prod(std::vector<int64_t> dims, bool keepdim) const {
 Tensor Tensor::max(std::vector<int64_t> dims, bool keepdim) const {
   return reduce("max", Op::MAX, *this, dims, keepdim, dtype(), dtype());
 }
-Tensor Tensor::min(std::vector<int64_t> dims, bool keepdim) const { return invert(invert(*this).max(dims, keepdim)); }
+Tensor Tensor::min(std::vector<int64_t> dims, bool keepdim) const {
+  return invert(invert(*this).max(dims, keepdim));
+}
 Tensor Tensor::mean(std::vector<int64_t> dims, bool keepdim) const {
   auto nd = norm_dims("mean", dims, dim());
   int64_t count = 1;
@@ -73,20 +80,23 @@ Tensor Tensor::softmax(int64_t d) const {
 
 Tensor Tensor::dot(const Tensor& o) const {
   if (dim() != 1 || o.dim() != 1 || size(0) != o.size(0))
-    fail("dot", "needs two 1-D tensors of one length, got " + shape_str(shape()) + " and " + shape_str(o.shape()));
+    fail("dot",
+         "needs two 1-D tensors of one length, got " + shape_str(shape()) + " and " + shape_str(o.shape()));
   return (*this * o).sum();
 }
 
 Tensor Tensor::matmul(const Tensor& o) const {
   if (dim() == 0 || o.dim() == 0)
-    fail("matmul", "both arguments need at least 1 dim, got " + shape_str(shape()) + " and " + shape_str(o.shape()));
+    fail("matmul",
+         "both arguments need at least 1 dim, got " + shape_str(shape()) + " and " + shape_str(o.shape()));
   if (dim() == 1 && o.dim() == 1) return dot(o);
   Tensor a = dim() == 1 ? unsqueeze(0) : *this;
   Tensor b = o.dim() == 1 ? o.unsqueeze(1) : o;
   int64_t k = a.size(-1);
   if (b.size(-2) != k)
-    fail("matmul", "shapes " + shape_str(shape()) + " and " + shape_str(o.shape()) + " cannot be multiplied (" +
-                       std::to_string(k) + " vs " + std::to_string(b.size(-2)) + ")");
+    fail("matmul", "shapes " + shape_str(shape()) + " and " + shape_str(o.shape()) +
+                       " cannot be multiplied (" + std::to_string(k) + " vs " + std::to_string(b.size(-2)) +
+                       ")");
   // (..., n, k) x (..., k, m): (..., n, 1, k) * (..., 1, m, k) summed over the last dim
   Tensor prod = a.unsqueeze(-2) * b.transpose(-1, -2).unsqueeze(-3);
   Tensor r = prod.sum(-1);

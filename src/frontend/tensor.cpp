@@ -76,12 +76,13 @@ std::vector<T> Tensor::to_vector() const {
 
 template <class T>
 T Tensor::item() const {
-  if (numel() != 1) fail("item", "tensor of shape " + shape_str(shape()) + " has " + std::to_string(numel()) +
-                                      " elements, item() needs exactly one");
+  if (numel() != 1)
+    fail("item", "tensor of shape " + shape_str(shape()) + " has " + std::to_string(numel()) +
+                     " elements, item() needs exactly one");
   return to_vector<T>()[0];
 }
 
-#define KILN_READ(T)                                   \
+#define KILN_READ(T)                                    \
   template std::vector<T> Tensor::to_vector<T>() const; \
   template T Tensor::item<T>() const;
 KILN_READ(float)
@@ -125,17 +126,22 @@ std::vector<std::string> format_elements(const Buffer& b) {
   char buf[64];
   for (int64_t k = 0; k < b.numel; k++) {
     double v = b.get_f(k);
-    if (std::isnan(v)) out[k] = "nan";
-    else if (std::isinf(v)) out[k] = v > 0 ? "inf" : "-inf";
-    else if (sci) std::snprintf(buf, sizeof buf, "%.4e", v), out[k] = buf;
-    else if (integral) std::snprintf(buf, sizeof buf, "%.0f.", v), out[k] = buf;
-    else std::snprintf(buf, sizeof buf, "%.4f", v), out[k] = buf;
+    if (std::isnan(v))
+      out[k] = "nan";
+    else if (std::isinf(v))
+      out[k] = v > 0 ? "inf" : "-inf";
+    else if (sci)
+      std::snprintf(buf, sizeof buf, "%.4e", v), out[k] = buf;
+    else if (integral)
+      std::snprintf(buf, sizeof buf, "%.0f.", v), out[k] = buf;
+    else
+      std::snprintf(buf, sizeof buf, "%.4f", v), out[k] = buf;
   }
   return out;
 }
 
-void print_rec(std::ostringstream& os, const std::vector<std::string>& el, size_t width, const Shape& s, size_t d,
-               int64_t& k, int indent) {
+void print_rec(std::ostringstream& os, const std::vector<std::string>& el, size_t width, const Shape& s,
+               size_t d, int64_t& k, int indent) {
   if (d == s.size()) {
     os << std::string(width - el[k].size(), ' ') << el[k];
     k++;
@@ -145,8 +151,10 @@ void print_rec(std::ostringstream& os, const std::vector<std::string>& el, size_
   for (int64_t i = 0; i < s[d]; i++) {
     if (i) {
       os << ",";
-      if (d + 1 < s.size()) os << std::string(s.size() - d - 1, '\n') << std::string(indent + d + 1, ' ');
-      else os << " ";
+      if (d + 1 < s.size())
+        os << std::string(s.size() - d - 1, '\n') << std::string(indent + d + 1, ' ');
+      else
+        os << " ";
     }
     print_rec(os, el, width, s, d + 1, k, indent);
   }
@@ -163,7 +171,8 @@ std::string Tensor::str() const {
   os << "tensor(";
   int64_t k = 0;
   print_rec(os, el, width, shape(), 0, k, 7);
-  if (dtype() != DType::F32 && dtype() != DType::I64 && dtype() != DType::Bool) os << ", dtype=" << to_string(dtype());
+  if (dtype() != DType::F32 && dtype() != DType::I64 && dtype() != DType::Bool)
+    os << ", dtype=" << to_string(dtype());
   os << ")";
   return os.str();
 }
@@ -184,15 +193,24 @@ Tensor from_buffer(const void* data, Shape shape, DType dtype) {
 
 template <class T>
 constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return DType::F32;
-  else if constexpr (std::is_same_v<T, double>) return DType::F64;
-  else if constexpr (std::is_same_v<T, int8_t>) return DType::I8;
-  else if constexpr (std::is_same_v<T, int16_t>) return DType::I16;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::I32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::I64;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DType::U8;
-  else if constexpr (std::is_same_v<T, uint32_t>) return DType::U32;
-  else return DType::U64;
+  if constexpr (std::is_same_v<T, float>)
+    return DType::F32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::F64;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return DType::I8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return DType::I16;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::I32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::I64;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DType::U8;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return DType::U32;
+  else
+    return DType::U64;
 }
 
 template <class T>
@@ -215,6 +233,8 @@ template Tensor tensor(const std::vector<uint8_t>&, Shape);
 template Tensor tensor(const std::vector<uint32_t>&, Shape);
 template Tensor tensor(const std::vector<uint64_t>&, Shape);
 
-Tensor tensor(std::initializer_list<float> data, Shape shape) { return tensor(std::vector<float>(data), shape); }
+Tensor tensor(std::initializer_list<float> data, Shape shape) {
+  return tensor(std::vector<float>(data), shape);
+}
 
 }  // namespace kiln

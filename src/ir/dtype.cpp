@@ -7,16 +7,25 @@ namespace kiln {
 
 int dtype_size(DType t) {
   switch (t) {
-    case DType::Bool: case DType::U8: case DType::I8: return 1;
-    case DType::I16: case DType::F16: case DType::BF16: return 2;
-    case DType::I32: case DType::U32: case DType::F32: return 4;
-    case DType::I64: case DType::U64: case DType::F64: return 8;
+    case DType::Bool:
+    case DType::U8:
+    case DType::I8: return 1;
+    case DType::I16:
+    case DType::F16:
+    case DType::BF16: return 2;
+    case DType::I32:
+    case DType::U32:
+    case DType::F32: return 4;
+    case DType::I64:
+    case DType::U64:
+    case DType::F64: return 8;
   }
   return 0;
 }
 
 const char* dtype_name(DType t) {
-  static const char* n[] = {"bool", "u8", "i8", "i16", "i32", "i64", "u32", "u64", "f16", "bf16", "f32", "f64"};
+  static const char* n[] = {"bool", "u8",  "i8",  "i16",  "i32", "i64",
+                            "u32",  "u64", "f16", "bf16", "f32", "f64"};
   return n[static_cast<int>(t)];
 }
 std::string to_string(DType t) { return dtype_name(t); }
@@ -89,7 +98,10 @@ float half_to_float(uint16_t h) {
       x = sign;
     } else {
       int e = -1;
-      do { e++; mant <<= 1; } while (!(mant & 0x400u));
+      do {
+        e++;
+        mant <<= 1;
+      } while (!(mant & 0x400u));
       x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
     }
   } else if (exp == 0x1f) {

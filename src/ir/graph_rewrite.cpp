@@ -1,6 +1,7 @@
 // Tensor-graph rewrite passes (see graph_rewrite.h).
 #include "ir/graph_rewrite.h"
 
+#include <cmath>
 #include <iostream>
 
 #include "kiln/debug.h"
@@ -28,6 +29,11 @@ const RuleSet& fold_constants_rules() {
     // an elementwise op of constants is a constant: evaluate it once on scalars with the oracle
     Rule fold = [](const NodeRef& n) -> NodeRef {
       if (!all_const(n) || realized(n) || n->op == Op::BITCAST) return nullptr;
+      // x * recip(c) renders as the division x / c; keep it unless 1/c is exact (c a power of two)
+      if (n->op == Op::RECIP && is_float(n->dtype)) {
+        int e;
+        if (std::frexp(n->src[0]->fval, &e) != 0.5) return nullptr;
+      }
       std::vector<NodeRef> src;
       for (auto& s : n->src) src.push_back(scalar_const(s));
       ref::Array a = ref::evaluate(make(n->op, n->dtype, {}, src, n->arg, n->fval), false);
@@ -44,7 +50,9 @@ const RuleSet& fold_constants_rules() {
 const RuleSet& algebraic_rules() {
   static const RuleSet rules = [] {
     RuleSet r("algebraic");
-    auto same_type = [](const NodeRef& a, const NodeRef& n) { return a->dtype == n->dtype && a->shape == n->shape; };
+    auto same_type = [](const NodeRef& a, const NodeRef& n) {
+      return a->dtype == n->dtype && a->shape == n->shape;
+    };
     r.on(Op::MUL, [=](const NodeRef& n) -> NodeRef {
       for (int k = 0; k < 2; k++) {
         const NodeRef &c = n->src[k], &x = n->src[1 - k];
@@ -59,7 +67,8 @@ const RuleSet& algebraic_rules() {
         if (is_const_value(n->src[k], 0) && same_type(n->src[1 - k], n)) return n->src[1 - k];
       return nullptr;
     });
-    r.on(Op::CAST, [](const NodeRef& n) -> NodeRef { return n->src[0]->dtype == n->dtype ? n->src[0] : nullptr; });
+    r.on(Op::CAST,
+         [](const NodeRef& n) -> NodeRef { return n->src[0]->dtype == n->dtype ? n->src[0] : nullptr; });
     r.on(Op::WHERE, [](const NodeRef& n) -> NodeRef {
       if (n->src[1] == n->src[2]) return n->src[1];
       if (n->src[0]->op == Op::CONST) return n->src[0]->ival() ? n->src[1] : n->src[2];
@@ -101,7 +110,8 @@ const RuleSet& movement_rules() {
       return make(Op::PERMUTE, n->dtype, n->shape, {x}, perm);
     });
     // contiguous() of a buffer is the buffer itself (buffers are contiguous)
-    r.on(Op::CONTIGUOUS, [](const NodeRef& n) -> NodeRef { return realized(n->src[0]) ? n->src[0] : nullptr; });
+    r.on(Op::CONTIGUOUS,
+         [](const NodeRef& n) -> NodeRef { return realized(n->src[0]) ? n->src[0] : nullptr; });
     r.on(Op::FLIP, [](const NodeRef& n) -> NodeRef {
       for (auto f : n->arg)
         if (f) return nullptr;

@@ -10,8 +10,8 @@
 namespace kiln::ir {
 
 const RuleSet& fold_constants_rules();
-const RuleSet& algebraic_rules();   // x*1, x+0, x*0 (exact cases), cast to own dtype
-const RuleSet& movement_rules();    // reshape∘reshape, permute∘permute, identities, views of constants
+const RuleSet& algebraic_rules();  // x*1, x+0, x*0 (exact cases), cast to own dtype
+const RuleSet& movement_rules();   // reshape∘reshape, permute∘permute, identities, views of constants
 
 std::vector<NodeRef> rewrite_graph(const std::vector<NodeRef>& roots);
 

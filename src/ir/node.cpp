@@ -36,7 +36,8 @@ uint64_t content_hash(const Node& n) {
 }
 
 bool same_content(const Node& a, const Node& b) {
-  if (a.op != b.op || a.dtype != b.dtype || a.shape != b.shape || a.arg != b.arg || a.src.size() != b.src.size())
+  if (a.op != b.op || a.dtype != b.dtype || a.shape != b.shape || a.arg != b.arg ||
+      a.src.size() != b.src.size())
     return false;
   if (std::memcmp(&a.fval, &b.fval, 8) != 0) return false;
   for (size_t i = 0; i < a.src.size(); i++)
@@ -72,7 +73,10 @@ std::string Node::str() const {
     os << ")";
   }
   if (op == Op::CONST) {
-    if (is_float(dtype)) os << " " << fval; else os << " " << ival();
+    if (is_float(dtype))
+      os << " " << fval;
+    else
+      os << " " << ival();
   } else if ((op == Op::REDUCE || op == Op::DEFINE_ACC) && !arg.empty()) {
     os << " " << op_name(static_cast<Op>(arg[0]));
     for (size_t i = 1; i < arg.size(); i++) os << (i == 1 ? " axes " : ",") << arg[i];
@@ -84,7 +88,8 @@ std::string Node::str() const {
   return os.str();
 }
 
-NodeRef make(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vector<int64_t> arg, double fval) {
+NodeRef make(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vector<int64_t> arg,
+             double fval) {
   auto n = std::make_shared<Node>();
   n->op = op;
   n->dtype = dtype;
@@ -106,7 +111,8 @@ NodeRef make(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vec
   }
   t.map.emplace(n->hash, n);
   if (++t.inserts_since_sweep > 2 * t.map.size() + 1024) {  // drop dead entries now and then
-    for (auto it = t.map.begin(); it != t.map.end();) it = it->second.expired() ? t.map.erase(it) : std::next(it);
+    for (auto it = t.map.begin(); it != t.map.end();)
+      it = it->second.expired() ? t.map.erase(it) : std::next(it);
     t.inserts_since_sweep = 0;
   }
   return n;

@@ -22,11 +22,11 @@ using Shape = std::vector<int64_t>;
 struct Node {
   Op op;
   DType dtype;
-  Shape shape;                 // tensor-level nodes; empty for scalars and kernel-level nodes
+  Shape shape;  // tensor-level nodes; empty for scalars and kernel-level nodes
   std::vector<NodeRef> src;
-  std::vector<int64_t> arg;    // op-specific integers (axes, perm, pads, const value bits ...)
-  double fval = 0;             // CONST value for float dtypes
-  uint64_t hash = 0;           // content hash (BUFFER hashes its id)
+  std::vector<int64_t> arg;  // op-specific integers (axes, perm, pads, const value bits ...)
+  double fval = 0;           // CONST value for float dtypes
+  uint64_t hash = 0;         // content hash (BUFFER hashes its id)
 
   // BUFFER nodes hold their storage; any node may be realized into a buffer (its value, computed).
   mutable std::shared_ptr<Buffer> buffer;
@@ -37,7 +37,7 @@ struct Node {
   int64_t numel() const;
   bool is_const() const { return op == Op::CONST; }
   int64_t ival() const { return arg.empty() ? 0 : arg[0]; }  // CONST int value, RANGE id ...
-  std::string str() const;  // one-line summary
+  std::string str() const;                                   // one-line summary
 };
 
 // Creates (or finds) the unique node with this content.
@@ -53,7 +53,7 @@ bool is_const_value(const NodeRef& n, double v);
 
 // Kernel-level index expressions (I64 scalars).
 NodeRef range(int64_t id, int64_t size, bool reduce);  // RANGE arg: {id, size, reduce}
-NodeRef alu(Op op, NodeRef a, NodeRef b);               // result dtype: bool for comparisons, else a's
+NodeRef alu(Op op, NodeRef a, NodeRef b);              // result dtype: bool for comparisons, else a's
 NodeRef operator+(NodeRef a, NodeRef b);
 NodeRef operator*(NodeRef a, NodeRef b);
 NodeRef operator+(NodeRef a, int64_t b);

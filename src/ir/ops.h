@@ -6,21 +6,53 @@ namespace kiln::ir {
 
 enum class Op : uint8_t {
   // sources
-  BUFFER, CONST, IOTA,
+  BUFFER,
+  CONST,
+  IOTA,
   // elementwise unary
-  EXP2, LOG2, SIN, SQRT, RECIP, TRUNC, CAST, BITCAST,
+  EXP2,
+  LOG2,
+  SIN,
+  SQRT,
+  RECIP,
+  TRUNC,
+  CAST,
+  BITCAST,
   // elementwise binary
-  ADD, MUL, MAX, IDIV, MOD, CMPLT, CMPNE, AND, OR, XOR, SHL, SHR,
+  ADD,
+  MUL,
+  MAX,
+  IDIV,
+  MOD,
+  CMPLT,
+  CMPNE,
+  AND,
+  OR,
+  XOR,
+  SHL,
+  SHR,
   // elementwise ternary
-  WHERE, MULACC,
+  WHERE,
+  MULACC,
   // reduce (arg: reduce op, axes)
   REDUCE,
   // movement: free views, become index arithmetic at scheduling time
-  RESHAPE, PERMUTE, EXPAND, PAD, SHRINK, FLIP,
+  RESHAPE,
+  PERMUTE,
+  EXPAND,
+  PAD,
+  SHRINK,
+  FLIP,
   // realization points
   CONTIGUOUS,
   // kernel level
-  DEFINE_GLOBAL, RANGE, LOAD, STORE, DEFINE_ACC, ENDRANGE, SINK,
+  DEFINE_GLOBAL,
+  RANGE,
+  LOAD,
+  STORE,
+  DEFINE_ACC,
+  ENDRANGE,
+  SINK,
   COUNT_
 };
 
@@ -30,7 +62,7 @@ bool is_binary(Op op);
 bool is_elementwise(Op op);  // unary, binary, ternary
 bool is_movement(Op op);
 bool is_commutative(Op op);
-bool is_comparison(Op op);   // CMPLT, CMPNE: result is bool
+bool is_comparison(Op op);  // CMPLT, CMPNE: result is bool
 
 }  // namespace kiln::ir
 

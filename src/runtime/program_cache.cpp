@@ -26,7 +26,7 @@ struct Library {
 
 struct Cache {
   std::mutex mu;
-  std::unordered_map<std::string, KernelFn> fns;                    // key -> entry point
+  std::unordered_map<std::string, KernelFn> fns;                   // key -> entry point
   std::unordered_map<std::string, std::shared_ptr<Library>> libs;  // so path -> handle
 };
 

@@ -29,7 +29,8 @@ namespace {
 // Lowering is deterministic in the AST (hash-consed) and the opt settings: cache it.
 std::shared_ptr<const codegen::Lowered> lower_cached(const NodeRef& ast) {
   static std::mutex mu;
-  static std::unordered_map<const ir::Node*, std::pair<NodeRef, std::shared_ptr<const codegen::Lowered>>> cache[2];
+  static std::unordered_map<const ir::Node*, std::pair<NodeRef, std::shared_ptr<const codegen::Lowered>>>
+      cache[2];
   auto& c = cache[settings().noopt ? 1 : 0];
   {
     std::lock_guard<std::mutex> l(mu);
@@ -63,8 +64,8 @@ void validate(const NodeRef& node, const codegen::Program& p, const Buffer& out)
       std::ostringstream os;
       os.precision(10);
       os << "kiln.validate: kernel " << p.name << " (output " << shape_str(node->shape) << " "
-         << dtype_name(out.dtype) << ") differs from the reference interpreter at element " << i << ": got " << got
-         << ", expected " << ref;
+         << dtype_name(out.dtype) << ") differs from the reference interpreter at element " << i << ": got "
+         << got << ", expected " << ref;
       throw Error(os.str());
     }
   }
@@ -109,7 +110,8 @@ void realize(const std::vector<NodeRef>& roots) {
     }
     if (settings().debug >= 3) {
       std::cerr << "kiln: kernel " << i << " " << p.name << " -> " << shape_str(k.outputs[0]->shape) << " "
-                << dtype_name(k.outputs[0]->dtype) << (k.outputs.size() > 1 ? " (+" + std::to_string(k.outputs.size() - 1) + " outputs)" : "")
+                << dtype_name(k.outputs[0]->dtype)
+                << (k.outputs.size() > 1 ? " (+" + std::to_string(k.outputs.size() - 1) + " outputs)" : "")
                 << ", reads " << k.inputs.size() << " buffers, opts:";
       for (auto& o : lowered[i]->opts) std::cerr << " " << o;
       std::cerr << (lowered[i]->opts.empty() ? " none" : "") << (p.outer_size > 1 ? ", THREAD" : "") << "\n";
@@ -141,7 +143,8 @@ void realize(const std::vector<NodeRef>& roots) {
     std::fprintf(stderr,
                  "kiln: scheduled %zu kernels (programs: %lld from memory, %lld from disk, %lld compiled), "
                  "%.2f MB new buffers, %.3f ms to schedule and compile\n",
-                 sched.kernels.size(), static_cast<long long>(now.memory_cache_hits - before.memory_cache_hits),
+                 sched.kernels.size(),
+                 static_cast<long long>(now.memory_cache_hits - before.memory_cache_hits),
                  static_cast<long long>(now.disk_cache_hits - before.disk_cache_hits),
                  static_cast<long long>(now.kernels_compiled - before.kernels_compiled), new_bytes / 1e6,
                  std::chrono::duration<double>(t1 - t0).count() * 1e3);

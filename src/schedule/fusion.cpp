@@ -96,8 +96,9 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots) {
       if (own.size() < 2 || in_points.count(raw)) continue;
       const NodeRef& n = keep[raw];
       bool shared_reduce = n->op == Op::REDUCE;
-      bool costly = ir::is_elementwise(n->op) &&
-                    store_is_cheaper(static_cast<int64_t>(own.size()), input_bytes(n, in_points), dtype_size(n->dtype));
+      bool costly =
+          ir::is_elementwise(n->op) &&
+          store_is_cheaper(static_cast<int64_t>(own.size()), input_bytes(n, in_points), dtype_size(n->dtype));
       if ((shared_reduce || costly) && (!best || topo[raw] > topo[best.get()])) best = n;
     }
     if (best) {

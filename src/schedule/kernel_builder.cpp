@@ -48,12 +48,15 @@ class Builder {
     for (auto& out : outs_) {
       NodeRef src = out->op == Op::CONTIGUOUS ? out->src[0] : out;
       NodeRef value = render(src, idx, nullptr, src == out);
-      stores.push_back(ir::make(Op::STORE, out->dtype, {}, {global_of(out), flat_index(idx, out->shape), value}));
+      stores.push_back(
+          ir::make(Op::STORE, out->dtype, {}, {global_of(out), flat_index(idx, out->shape), value}));
     }
     return ir::simplify(ir::make(Op::SINK, outs_[0]->dtype, {}, stores));
   }
 
-  std::vector<NodeRef> inputs() const { return {globals_.begin() + static_cast<long>(outs_.size()), globals_.end()}; }
+  std::vector<NodeRef> inputs() const {
+    return {globals_.begin() + static_cast<long>(outs_.size()), globals_.end()};
+  }
 
  private:
   NodeRef global_of(const NodeRef& n) {
@@ -66,7 +69,8 @@ class Builder {
     return ir::make(Op::DEFINE_GLOBAL, n->dtype, {}, {}, {i});
   }
 
-  NodeRef render(const NodeRef& n, const std::vector<NodeRef>& idx, const NodeRef& valid, bool is_root = false) {
+  NodeRef render(const NodeRef& n, const std::vector<NodeRef>& idx, const NodeRef& valid,
+                 bool is_root = false) {
     std::vector<const void*> key{n.get(), valid.get()};
     for (auto& i : idx) key.push_back(i.get());
     auto it = memo_.find(key);
@@ -79,7 +83,8 @@ class Builder {
     return r;
   }
 
-  NodeRef render_uncached(const NodeRef& n, const std::vector<NodeRef>& idx, const NodeRef& valid, bool is_root) {
+  NodeRef render_uncached(const NodeRef& n, const std::vector<NodeRef>& idx, const NodeRef& valid,
+                          bool is_root) {
     if (!is_root && (is_realized(n) || points_.count(n.get()))) {
       std::vector<NodeRef> src{global_of(n), flat_index(idx, n->shape)};
       if (valid) src.push_back(valid);
@@ -150,7 +155,8 @@ class Builder {
           return ir::make(n->op, n->dtype, {}, src, n->arg);
         }
     }
-    throw Error(std::string("kiln.schedule: cannot build a kernel for ") + ir::op_name(n->op) + " " + n->str());
+    throw Error(std::string("kiln.schedule: cannot build a kernel for ") + ir::op_name(n->op) + " " +
+                n->str());
   }
 
   const std::unordered_set<const Node*>& points_;
@@ -167,7 +173,8 @@ class Builder {
 namespace {
 
 // Realize points read by n's kernel (its inputs that are themselves computed in this schedule).
-void point_inputs(const NodeRef& n, const std::unordered_set<const Node*>& points, std::unordered_set<const Node*>& out) {
+void point_inputs(const NodeRef& n, const std::unordered_set<const Node*>& points,
+                  std::unordered_set<const Node*>& out) {
   std::unordered_set<const Node*> seen;
   std::vector<NodeRef> stack(n->src.begin(), n->src.end());
   while (!stack.empty()) {
@@ -183,7 +190,8 @@ void point_inputs(const NodeRef& n, const std::unordered_set<const Node*>& point
 }
 
 // Buffers already computed that n's kernel reads.
-std::unordered_set<const Node*> realized_inputs(const NodeRef& n, const std::unordered_set<const Node*>& points) {
+std::unordered_set<const Node*> realized_inputs(const NodeRef& n,
+                                                const std::unordered_set<const Node*>& points) {
   std::unordered_set<const Node*> out, seen;
   std::vector<NodeRef> stack(n->src.begin(), n->src.end());
   while (!stack.empty()) {

@@ -14,8 +14,8 @@ struct Kernel {
 };
 
 struct Schedule {
-  std::vector<Kernel> kernels;       // in dependency order
-  std::vector<ir::NodeRef> empty;    // realized nodes with no elements (no kernel needed)
+  std::vector<Kernel> kernels;     // in dependency order
+  std::vector<ir::NodeRef> empty;  // realized nodes with no elements (no kernel needed)
 };
 
 // Nodes that become buffers, given the roots to realize (the fusion decision, see fusion.cpp).

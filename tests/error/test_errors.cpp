@@ -18,7 +18,8 @@ void expect_error(F f, std::vector<std::string> parts) {
     ADD_FAILURE() << "expected a kiln::Error";
   } catch (const Error& e) {
     std::string msg = e.what();
-    for (auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
+    for (auto& p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
   }
 }
 

@@ -60,7 +60,8 @@ TEST(ProgramCache, SecondRunHitsDiskAndCompilesNothing) {
 
 TEST(ProgramCache, SecondProcessInvokesNoCompiler) {
   TempCache c("kiln_cache_proc_");
-  std::string cmd = "KILN_DEBUG=1 KILN_CACHE_DIR=" + c.dir.string() + " " KILN_BINARY_DIR "/examples/dot_product 2>&1";
+  std::string cmd =
+      "KILN_DEBUG=1 KILN_CACHE_DIR=" + c.dir.string() + " " KILN_BINARY_DIR "/examples/dot_product 2>&1";
   std::string first = run(cmd), second = run(cmd);
   EXPECT_NE(first.find("1 compiled"), std::string::npos) << first;
   EXPECT_NE(second.find("1 from disk, 0 compiled"), std::string::npos) << second;

@@ -51,7 +51,8 @@ TEST(Introspection, DotProductAtDebug5ShowsAstProgramSourceAndResult) {
 TEST(Introspection, DebugLevelsOneToSix) {
   std::string cmd = KILN_BINARY_DIR "/examples/dot_product";
   EXPECT_NE(run("KILN_DEBUG=1 " + cmd).find("kiln: scheduled 1 kernels"), std::string::npos);
-  EXPECT_TRUE(std::regex_search(run("KILN_DEBUG=2 " + cmd), std::regex("r_2 +[0-9.]+ ms +[0-9.]+ GB/s +[0-9.]+ GFLOP/s")));
+  EXPECT_TRUE(std::regex_search(run("KILN_DEBUG=2 " + cmd),
+                                std::regex("r_2 +[0-9.]+ ms +[0-9.]+ GB/s +[0-9.]+ GFLOP/s")));
   EXPECT_NE(run("KILN_DEBUG=3 " + cmd).find("opts:"), std::string::npos);
   EXPECT_NE(run("KILN_DEBUG=4 " + cmd).find("acc"), std::string::npos);
   EXPECT_NE(run("KILN_DEBUG=6 " + cmd).find("graph after fold_constants"), std::string::npos);

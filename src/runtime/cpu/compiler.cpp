@@ -22,7 +22,8 @@ namespace {
 // -fwrapv: integer ops wrap like the IR says. -fno-tree-loop-if-convert: GCC 12 miscompiles some
 // if-converted loops with masked AVX-512 code (a padded bf16 copy read wrong elements); the op
 // suite covers that case.
-const char* kFlags = "-O3 -march=native -fno-tree-loop-if-convert -fPIC -shared -fwrapv -fno-math-errno -std=gnu11 -w";
+const char* kFlags =
+    "-O3 -march=native -fno-tree-loop-if-convert -fPIC -shared -fwrapv -fno-math-errno -std=gnu11 -w";
 
 bool executable(const std::string& p) { return access(p.c_str(), X_OK) == 0; }
 
@@ -60,7 +61,8 @@ std::string find_c_compiler() {
   if (!want.empty()) {
     std::string p = search_path(want);
     if (p.empty())
-      throw Error("kiln.compile: KILN_CC=" + want + " is not an executable C compiler; install gcc or clang "
+      throw Error("kiln.compile: KILN_CC=" + want +
+                  " is not an executable C compiler; install gcc or clang "
                   "(Debian: apt-get install gcc) or point KILN_CC at one");
     return p;
   }
@@ -68,8 +70,9 @@ std::string find_c_compiler() {
     std::string p = search_path(c);
     if (!p.empty()) return p;
   }
-  throw Error("kiln.compile: no C compiler found on PATH (looked for cc, gcc, clang); install one "
-              "(Debian: apt-get install gcc) or set KILN_CC");
+  throw Error(
+      "kiln.compile: no C compiler found on PATH (looked for cc, gcc, clang); install one "
+      "(Debian: apt-get install gcc) or set KILN_CC");
 }
 
 const std::string& compiler_id() {
