@@ -4,4 +4,5 @@
 #include "kiln/device.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
+#include "kiln/functional.h"
 #include "kiln/tensor.h"

@@ -77,6 +77,18 @@ class Tensor {
   std::string str() const;  // PyTorch-like printing
   Tensor to(DType t) const;
 
+  // --- autograd (src/frontend/autograd.cpp) ---
+  // Marks a leaf tensor as needing gradients (realizes it: leaves are buffers).
+  Tensor& requires_grad_(bool on = true);
+  bool requires_grad() const;  // a leaf marked so, or computed from one outside a NoGradGuard
+  bool is_leaf() const;
+  Tensor grad() const;         // accumulated gradient (lazy); undefined before backward()
+  void set_grad(const Tensor& g);
+  void zero_grad();            // drops the gradient
+  // Accumulates d(this)/d(leaf) into every leaf's grad(); grad_output defaults to 1 for scalars.
+  void backward(std::optional<Tensor> grad_output = std::nullopt) const;
+  Tensor detach() const;       // same values, no gradient flows through
+
   // --- elementwise ---
   Tensor neg() const;
   Tensor exp() const;
@@ -107,6 +119,40 @@ class Tensor {
   Tensor logical_and(const Tensor& o) const;
   Tensor logical_or(const Tensor& o) const;
   Tensor logical_xor(const Tensor& o) const;
+  // (src/frontend/math.cpp)
+  Tensor log1p() const;
+  Tensor expm1() const;
+  Tensor erf() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;  // half to even, as torch.round
+  Tensor sign() const;
+  Tensor square() const;
+  Tensor clamp(std::optional<double> min, std::optional<double> max = std::nullopt) const;
+  Tensor clamp(const Tensor& min, const Tensor& max) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor lerp(const Tensor& end, double weight) const;
+  Tensor tan() const;
+  Tensor asin() const;
+  Tensor acos() const;
+  Tensor atan() const;
+  Tensor atan2(const Tensor& other) const;
+  Tensor sinh() const;
+  Tensor cosh() const;
+  Tensor asinh() const;
+  Tensor acosh() const;
+  Tensor atanh() const;
+  Tensor softplus(double beta = 1, double threshold = 20) const;
+  Tensor silu() const;
+  Tensor gelu(bool tanh_approximation = false) const;
+  Tensor elu(double alpha = 1) const;
+  Tensor selu() const;
+  Tensor leaky_relu(double negative_slope = 0.01) const;
+  Tensor hardtanh(double min = -1, double max = 1) const;
+  Tensor relu6() const;
+  Tensor logsigmoid() const;
+  Tensor mish() const;
+  Tensor masked_fill(const Tensor& mask, Scalar value) const;
 
   // --- reductions (dims may be negative; empty dims = all) ---
   Tensor sum(std::vector<int64_t> dims = {}, bool keepdim = false) const;
@@ -120,6 +166,20 @@ class Tensor {
   Tensor mean(std::vector<int64_t> dims = {}, bool keepdim = false) const;
   Tensor mean(int64_t d, bool keepdim = false) const { return mean(std::vector<int64_t>{d}, keepdim); }
   Tensor softmax(int64_t d) const;
+  // (src/frontend/reduce_more.cpp)
+  Tensor log_softmax(int64_t d) const;
+  Tensor var(std::vector<int64_t> dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor std(std::vector<int64_t> dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor logsumexp(std::vector<int64_t> dims, bool keepdim = false) const;
+  Tensor norm(double p = 2, std::vector<int64_t> dims = {}, bool keepdim = false) const;
+  Tensor all(std::vector<int64_t> dims = {}, bool keepdim = false) const;
+  Tensor any(std::vector<int64_t> dims = {}, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> d = std::nullopt, bool keepdim = false) const;  // first max
+  Tensor argmin(std::optional<int64_t> d = std::nullopt, bool keepdim = false) const;
+  std::pair<Tensor, Tensor> max_with_indices(int64_t d, bool keepdim = false) const;  // torch.max(x, dim)
+  std::pair<Tensor, Tensor> min_with_indices(int64_t d, bool keepdim = false) const;
+  Tensor cumsum(int64_t d) const;
+  Tensor cumprod(int64_t d) const;
 
   // --- movement (views: no copies) ---
   Tensor reshape(Shape s) const;  // one -1 allowed
@@ -139,6 +199,33 @@ class Tensor {
   Tensor index(std::vector<TensorIndex> idx) const;
   Tensor flip(std::vector<int64_t> dims) const;
   Tensor contiguous() const;
+  // (src/frontend/indexing.cpp) index tensors are integer; out-of-range indices read 0, never
+  // out of bounds (KILN_VALIDATE=1 reports them)
+  Tensor gather(int64_t d, const Tensor& index) const;
+  Tensor scatter(int64_t d, const Tensor& index, const Tensor& src) const;
+  Tensor scatter_add(int64_t d, const Tensor& index, const Tensor& src) const;
+  Tensor index_select(int64_t d, const Tensor& index) const;
+  Tensor index_add(int64_t d, const Tensor& index, const Tensor& src, double alpha = 1) const;
+  Tensor take_along_dim(const Tensor& index, int64_t d) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  std::pair<Tensor, Tensor> topk(int64_t k, int64_t d = -1, bool largest = true) const;  // values, indices
+  std::pair<Tensor, Tensor> sort(int64_t d = -1, bool descending = false) const;
+  Tensor argsort(int64_t d = -1, bool descending = false) const;
+  // (src/frontend/shape.cpp)
+  std::vector<Tensor> split(int64_t size, int64_t d = 0) const;
+  std::vector<Tensor> split(std::vector<int64_t> sizes, int64_t d = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t d = 0) const;
+  std::vector<Tensor> unbind(int64_t d = 0) const;
+  Tensor unflatten(int64_t d, Shape sizes) const;
+  Tensor repeat(std::vector<int64_t> times) const;
+  Tensor tile(std::vector<int64_t> times) const;
+  Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> d = std::nullopt) const;
+  Tensor roll(std::vector<int64_t> shifts, std::vector<int64_t> dims) const;
+  Tensor narrow(int64_t d, int64_t start, int64_t length) const;
+  Tensor expand_as(const Tensor& other) const { return expand(other.shape()); }
+  // mode: "constant" (value), "reflect", "replicate"; pads as in pad()
+  Tensor pad(std::vector<int64_t> pads, const std::string& mode, double value = 0) const;
 
   // --- linear algebra (multiply + sum) ---
   Tensor dot(const Tensor& o) const;
@@ -182,6 +269,13 @@ Tensor operator~(const Tensor& a);
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// shape ops over several tensors (src/frontend/shape.cpp)
+Tensor cat(const std::vector<Tensor>& ts, int64_t d = 0);
+Tensor stack(const std::vector<Tensor>& ts, int64_t d = 0);
+Tensor vstack(const std::vector<Tensor>& ts);
+Tensor hstack(const std::vector<Tensor>& ts);
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& ts);
+Tensor one_hot(const Tensor& index, int64_t num_classes);  // i64 result, like torch
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
 Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
 Tensor maximum(const Tensor& a, const Tensor& b);
@@ -205,6 +299,31 @@ Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, TensorOptions o =
 void manual_seed(uint64_t seed);
 Tensor rand(Shape s, TensorOptions o = {});
 Tensor randn(Shape s, TensorOptions o = {});
+// A generator with its own seed and draw counter; the global one is used when none is given.
+class Generator {
+ public:
+  explicit Generator(uint64_t seed = 0x5eed) : seed_(seed) {}
+  void manual_seed(uint64_t seed) { seed_ = seed, offset_ = 0; }
+  uint64_t seed() const { return seed_; }
+  std::pair<uint64_t, uint64_t> take(int64_t n);  // (seed, offset) of a draw of n numbers
+ private:
+  uint64_t seed_, offset_ = 0;
+};
+Generator& default_generator();
+// (src/frontend/random.cpp)
+Tensor rand(Shape s, Generator& g, TensorOptions o = {});
+Tensor randn(Shape s, Generator& g, TensorOptions o = {});
+Tensor randint(int64_t low, int64_t high, Shape s, TensorOptions o = {.dtype = DType::I64});
+Tensor randint(int64_t low, int64_t high, Shape s, Generator& g, TensorOptions o = {.dtype = DType::I64});
+Tensor bernoulli(const Tensor& p);  // 0/1 of p's dtype
+Tensor bernoulli(const Tensor& p, Generator& g);
+Tensor normal(double mean, double stdev, Shape s, TensorOptions o = {});
+Tensor uniform(double low, double high, Shape s, TensorOptions o = {});
+Tensor randperm(int64_t n, TensorOptions o = {.dtype = DType::I64});
+Tensor randperm(int64_t n, Generator& g, TensorOptions o = {.dtype = DType::I64});
+// samples per row of (unnormalized, nonnegative) probabilities; i64 indices
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false);
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, Generator& g);
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
 Tensor full_like(const Tensor& t, Scalar v);
@@ -213,5 +332,24 @@ Tensor randn_like(const Tensor& t);
 
 // Realizes several tensors in one schedule (shared work is computed once).
 void realize(const std::vector<Tensor>& ts);
+
+// --- autograd ---
+// Gradients of sum(outputs[i] * grad_outputs[i]) with respect to each input, as lazy tensors whose
+// graphs can be differentiated again (higher-order gradients). grad_outputs default to ones for
+// scalar outputs. An input the outputs do not depend on gets zeros, unless allow_unused is false.
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, bool allow_unused = true);
+// While one exists (per thread), new results do not require gradients.
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+bool grad_enabled();
 
 }  // namespace kiln

@@ -41,12 +41,13 @@ static inline uint16_t kiln_f2h(float f) {
   return (uint16_t)(s | h);
 }
 /* exp2 and log2 for f32 without calls or branches, so loops using them vectorize:
-   exp2: 2^x = 2^i * 2^f with i = floor(x + 0.5), |f| <= 0.5, 2^f by its Taylor series to degree 7
+   exp2: 2^x = 2^i * 2^f with i = rint(x) (by the 1.5*2^23 trick: no libm call, which would stop
+   vectorization), |f| <= 0.5, 2^f by its Taylor series to degree 7
    (error < 1e-8); 2^i is applied as two power-of-two factors so subnormal results stay exact.
    log2: x = m * 2^e with m in [sqrt(1/2), sqrt(2)); log2(m) = 2/ln2 * atanh(s), s = (m-1)/(m+1). */
 static inline float kiln_exp2f(float x) {
   x = x < -151.0f ? -151.0f : (x > 129.0f ? 129.0f : x);
-  float i = floorf(x + 0.5f), f = x - i;
+  float i = (x + 12582912.0f) - 12582912.0f, f = x - i;
   float p = 1.0f + f * (0.693147181f + f * (0.240226507f + f * (0.0555041087f + f * (0.00961812911f +
             f * (0.00133335581f + f * (0.000154035304f + f * 1.52527338e-05f))))));
   int32_t n = (int32_t)i, n1 = n >> 1, n2 = n - n1;
@@ -215,8 +216,7 @@ class Renderer {
         return a(0) + " * " + a(1);
       case Op::MAX:
         if (f)
-          return "((" + a(0) + " != " + a(0) + " || " + a(0) + " > " + a(1) + ") ? " + a(0) + " : " + a(1) +
-                 ")";
+          return "(((" + a(0) + " != " + a(0) + ") | (" + a(0) + " > " + a(1) + ")) ? " + a(0) + " : " + a(1) + ")";
         return "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
       case Op::IDIV: return "(" + a(1) + " == 0 ? 0 : " + a(0) + " / " + a(1) + ")";
       case Op::MOD: return "(" + a(1) + " == 0 ? 0 : " + a(0) + " % " + a(1) + ")";
