@@ -186,4 +186,40 @@ bool expect_values(const Tensor& t, const std::vector<double>& want, double rtol
   return compare(t.shape(), t.dtype(), got, gi, t.shape(), want, wi, rtol, atol);
 }
 
+void expect_gradients_match(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                            const std::vector<Tensor>& inputs, uint64_t seed, double rtol, double atol) {
+  Tensor out = fn(inputs);
+  ASSERT_TRUE(is_float(out.dtype())) << "gradient check of a non-float output";
+  Tensor w = random_tensor(out.shape(), out.dtype(), -1, 1, seed);
+  auto loss_of = [&](const std::vector<Tensor>& xs) { return (fn(xs) * w).sum(); };
+  std::vector<Tensor> g = grad({loss_of(inputs)}, inputs);
+  std::vector<ref::Array> ref_g;
+  for (auto& gi : g) ref_g.push_back(ref::evaluate(gi.node(), false));
+  realize(g);
+  for (size_t i = 0; i < inputs.size(); i++) {
+    SCOPED_TRACE("gradient of input " + std::to_string(i) + " " + shape_str(inputs[i].shape()));
+    ASSERT_EQ(g[i].shape(), inputs[i].shape());
+    std::vector<double> got = g[i].to_vector<double>();
+    std::vector<double> x = inputs[i].to_vector<double>();
+    int bad = 0;
+    for (size_t k = 0; k < x.size(); k++) {
+      double h = x[k] == 0 ? 1e-6 : 1e-6 * std::min(1.0, std::fabs(x[k])) * std::max(1.0, std::fabs(x[k]));
+      auto at = [&](double v) {
+        std::vector<double> xk = x;
+        xk[k] = v;
+        std::vector<Tensor> xs = inputs;
+        xs[i] = from_buffer(xk.data(), inputs[i].shape(), DType::F64);
+        return ref::evaluate(loss_of(xs).node(), false).at(0);
+      };
+      double fd = (at(x[k] + h) - at(x[k] - h)) / (2 * h);
+      double ref = ref_g[i].at(static_cast<int64_t>(k));
+      bool ok_ref = same(got[k], ref, 1e-9, 1e-12);
+      bool ok_fd = same(got[k], fd, rtol, atol + 1e-7 * std::fabs(fd));
+      if ((!ok_ref || !ok_fd) && bad++ < 5)
+        ADD_FAILURE() << "element " << k << ": kiln " << fmt(got[k]) << ", reference " << fmt(ref)
+                      << ", finite difference " << fmt(fd);
+    }
+  }
+}
+
 }  // namespace kiln::testing

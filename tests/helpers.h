@@ -4,7 +4,9 @@
 #include <kiln/kiln.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace kiln::testing {
 
@@ -27,6 +29,13 @@ bool expect_matches_reference(const Tensor& t);  // default_tol(t.dtype())
 // The same, for a tensor that may already be realized: `graph` is t.node() taken before realizing.
 bool expect_matches_reference(const Tensor& t, const std::shared_ptr<const ir::Node>& graph, double rtol,
                               double atol);
+
+// Gradient check of fn at `inputs` (f64 tensors): loss = sum(fn(inputs) * w) for fixed random w;
+// kiln's compiled gradient must match (1) the reference interpreter on the same gradient graph and
+// (2) central finite differences of the loss evaluated by the interpreter in float64.
+void expect_gradients_match(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                            const std::vector<Tensor>& inputs, uint64_t seed, double rtol = 1e-5,
+                            double atol = 1e-6);
 
 // Compares the values of t (realizing it) to `want`, with the same rules.
 bool expect_values(const Tensor& t, const std::vector<double>& want, double rtol = 0, double atol = 0);

@@ -22,14 +22,14 @@ Tensor conv3d(const Tensor& input, const Tensor& weight, const std::optional<Ten
               std::vector<int64_t> stride = {1}, std::vector<int64_t> padding = {0},
               std::vector<int64_t> dilation = {1}, int64_t groups = 1);
 // weight (C_in, C_out / groups, K...)
-Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt,
-                        std::vector<int64_t> stride = {1}, std::vector<int64_t> padding = {0},
-                        std::vector<int64_t> output_padding = {0}, int64_t groups = 1,
-                        std::vector<int64_t> dilation = {1});
-Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt,
-                        std::vector<int64_t> stride = {1}, std::vector<int64_t> padding = {0},
-                        std::vector<int64_t> output_padding = {0}, int64_t groups = 1,
-                        std::vector<int64_t> dilation = {1});
+Tensor conv_transpose1d(const Tensor& input, const Tensor& weight,
+                        const std::optional<Tensor>& bias = std::nullopt, std::vector<int64_t> stride = {1},
+                        std::vector<int64_t> padding = {0}, std::vector<int64_t> output_padding = {0},
+                        int64_t groups = 1, std::vector<int64_t> dilation = {1});
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight,
+                        const std::optional<Tensor>& bias = std::nullopt, std::vector<int64_t> stride = {1},
+                        std::vector<int64_t> padding = {0}, std::vector<int64_t> output_padding = {0},
+                        int64_t groups = 1, std::vector<int64_t> dilation = {1});
 // stride defaults to kernel_size (empty = kernel_size)
 Tensor max_pool1d(const Tensor& input, std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {},
                   std::vector<int64_t> padding = {0}, std::vector<int64_t> dilation = {1});
@@ -47,15 +47,17 @@ Tensor interpolate(const Tensor& input, double scale_factor, const std::string& 
                    bool align_corners = false);
 
 // --- normalization and regularization (src/frontend/norm.cpp) ---
-Tensor layer_norm(const Tensor& input, Shape normalized_shape, const std::optional<Tensor>& weight = std::nullopt,
+Tensor layer_norm(const Tensor& input, Shape normalized_shape,
+                  const std::optional<Tensor>& weight = std::nullopt,
                   const std::optional<Tensor>& bias = std::nullopt, double eps = 1e-5);
-Tensor rms_norm(const Tensor& input, Shape normalized_shape, const std::optional<Tensor>& weight = std::nullopt,
-                std::optional<double> eps = std::nullopt);
+Tensor rms_norm(const Tensor& input, Shape normalized_shape,
+                const std::optional<Tensor>& weight = std::nullopt, std::optional<double> eps = std::nullopt);
 // training: normalizes with batch statistics and updates running_mean/running_var in place
 // (momentum as in PyTorch, unbiased running variance); eval: uses the running statistics.
 Tensor batch_norm(const Tensor& input, Tensor* running_mean, Tensor* running_var,
-                  const std::optional<Tensor>& weight = std::nullopt, const std::optional<Tensor>& bias = std::nullopt,
-                  bool training = false, double momentum = 0.1, double eps = 1e-5);
+                  const std::optional<Tensor>& weight = std::nullopt,
+                  const std::optional<Tensor>& bias = std::nullopt, bool training = false,
+                  double momentum = 0.1, double eps = 1e-5);
 Tensor group_norm(const Tensor& input, int64_t num_groups, const std::optional<Tensor>& weight = std::nullopt,
                   const std::optional<Tensor>& bias = std::nullopt, double eps = 1e-5);
 Tensor dropout(const Tensor& input, double p = 0.5, bool training = true);
@@ -63,9 +65,9 @@ Tensor embedding(const Tensor& indices, const Tensor& weight);
 
 // --- losses (src/frontend/loss.cpp); reduction: "mean", "sum" or "none" ---
 // target: class indices (integer, shape (N) or (N, d...)) or probabilities (float, input's shape)
-Tensor cross_entropy(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight = std::nullopt,
-                     int64_t ignore_index = -100, const std::string& reduction = "mean",
-                     double label_smoothing = 0);
+Tensor cross_entropy(const Tensor& input, const Tensor& target,
+                     const std::optional<Tensor>& weight = std::nullopt, int64_t ignore_index = -100,
+                     const std::string& reduction = "mean", double label_smoothing = 0);
 Tensor nll_loss(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight = std::nullopt,
                 int64_t ignore_index = -100, const std::string& reduction = "mean");
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");

@@ -82,12 +82,12 @@ class Tensor {
   Tensor& requires_grad_(bool on = true);
   bool requires_grad() const;  // a leaf marked so, or computed from one outside a NoGradGuard
   bool is_leaf() const;
-  Tensor grad() const;         // accumulated gradient (lazy); undefined before backward()
+  Tensor grad() const;  // accumulated gradient (lazy); undefined before backward()
   void set_grad(const Tensor& g);
-  void zero_grad();            // drops the gradient
+  void zero_grad();  // drops the gradient
   // Accumulates d(this)/d(leaf) into every leaf's grad(); grad_output defaults to 1 for scalars.
   void backward(std::optional<Tensor> grad_output = std::nullopt) const;
-  Tensor detach() const;       // same values, no gradient flows through
+  Tensor detach() const;  // same values, no gradient flows through
 
   // --- elementwise ---
   Tensor neg() const;
@@ -231,8 +231,9 @@ class Tensor {
   Tensor dot(const Tensor& o) const;
   Tensor matmul(const Tensor& o) const;
 
+  struct Impl;  // internal state (src/frontend/tensor_impl.h)
+
  private:
-  struct Impl;
   std::shared_ptr<Impl> impl_;
 };
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "frontend/graph.h"
+#include "frontend/tensor_impl.h"
 #include "runtime/buffer.h"
 #include "runtime/realize.h"
 
@@ -17,11 +18,12 @@ namespace kiln {
 using frontend::fail;
 using ir::NodeRef;
 
-struct Tensor::Impl {
-  NodeRef node;
-};
-
-Tensor::Tensor(std::shared_ptr<const ir::Node> node) : impl_(std::make_shared<Impl>(Impl{std::move(node)})) {}
+Tensor::Tensor(std::shared_ptr<const ir::Node> node) : impl_(std::make_shared<Impl>()) {
+  // results made while gradients are off are detached: no gradient flows back through them
+  if (!grad_enabled() && node->op != ir::Op::BUFFER && node->op != ir::Op::DETACH)
+    node = ir::make(ir::Op::DETACH, node->dtype, node->shape, {node});
+  impl_->node = std::move(node);
+}
 
 const std::shared_ptr<const ir::Node>& Tensor::node() const {
   if (!impl_) throw Error("kiln: use of an undefined tensor");
@@ -46,10 +48,11 @@ void realize(const std::vector<Tensor>& ts) {
     if (t.node()->op != ir::Op::BUFFER) roots.push_back(t.node());
   if (roots.empty()) return;
   runtime::realize(roots);
-  // the tensors now point at their buffers, so the graph behind them can be freed
+  // the tensors now point at their buffers, so the graph behind them can be freed (unless autograd
+  // will differentiate through it: then the realized node keeps its graph and its buffer)
   for (auto& t : ts) {
     auto& n = const_cast<NodeRef&>(t.node());
-    if (n->op != ir::Op::BUFFER) n = buffer_node(n->buffer, n->shape);
+    if (n->op != ir::Op::BUFFER && !autograd::graph_requires_grad(n)) n = buffer_node(n->buffer, n->shape);
   }
 }
 

@@ -109,6 +109,8 @@ const RuleSet& movement_rules() {
       if (x == n->src[0]) return nullptr;
       return make(Op::PERMUTE, n->dtype, n->shape, {x}, perm);
     });
+    // DETACH only matters to autograd, which has run by now
+    r.on(Op::DETACH, [](const NodeRef& n) -> NodeRef { return n->src[0]; });
     // contiguous() of a buffer is the buffer itself (buffers are contiguous)
     r.on(Op::CONTIGUOUS,
          [](const NodeRef& n) -> NodeRef { return realized(n->src[0]) ? n->src[0] : nullptr; });

@@ -45,6 +45,8 @@ enum class Op : uint8_t {
   FLIP,
   // realization points
   CONTIGUOUS,
+  // autograd marker: the value of its source, through which no gradient flows (removed before scheduling)
+  DETACH,
   // kernel level
   DEFINE_GLOBAL,
   RANGE,

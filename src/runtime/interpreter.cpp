@@ -327,7 +327,8 @@ Array eval_movement(const Node& n, const Array& in) {
       if (out.numel() != in.numel()) bad("RESHAPE changes the number of elements");
       return out;
     }
-    case Op::CONTIGUOUS: {
+    case Op::CONTIGUOUS:
+    case Op::DETACH: {
       if (n.shape != is) bad("CONTIGUOUS changes the shape");
       return in;
     }
@@ -528,7 +529,7 @@ Array eval_node(const Node& n, const std::vector<const Array*>& s) {
     case Op::BUFFER: fail(n, "BUFFER node without a buffer");
     default: break;
   }
-  if (ir::is_movement(n.op) || n.op == Op::CONTIGUOUS) {
+  if (ir::is_movement(n.op) || n.op == Op::CONTIGUOUS || n.op == Op::DETACH) {
     if (s.size() != 1) fail(n, "movement op needs one source");
     return eval_movement(n, *s[0]);
   }

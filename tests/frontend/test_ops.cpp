@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "helpers.h"
+#include "ir/node.h"
 
 namespace kiln {
 namespace {
@@ -776,6 +777,41 @@ std::string row_test_name(const ::testing::TestParamInfo<size_t>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, OpTable, ::testing::Range<size_t>(0, rows().size()), row_test_name);
+
+// --- gradients: every float row, on small contiguous and broadcast configurations, in f64 ---
+void run_gradient_row(const Row& row) {
+  if (!(row.dtypes & kF64) && !(row.dtypes & kF32)) return;
+  int checked = 0;
+  for (size_t ci = 0; ci < row.configs.size() && checked < 2; ci++) {
+    const Config& c = row.configs[ci];
+    if (c.layout != Layout::Contig) continue;
+    int64_t total = 0;
+    bool empty = false;
+    for (auto& s : c.shapes) {
+      int64_t n = 1;
+      for (auto d : s) n *= d;
+      total += n;
+      empty |= n == 0;
+    }
+    if (empty || total > 60) continue;
+    Ts in;
+    for (size_t i = 0; i < c.shapes.size(); i++)
+      in.push_back(random_tensor(c.shapes[i], DType::F64, row.lo, row.hi, 1000 + 17 * ci + i));
+    Tensor out = row.fn(in);
+    if (!is_float(out.dtype())) return;  // comparisons and the like: no gradient
+    // finite differences need f64 all the way and a finite function near the inputs
+    for (auto& n : ir::toposort({out.node()}))
+      if (n->op == ir::Op::CAST && is_float(n->dtype) && n->dtype != DType::F64) return;
+    bool finite = true;
+    for (double v : out.to_vector<double>()) finite &= std::isfinite(v);
+    if (!finite) continue;
+    SCOPED_TRACE(row.name + " config " + std::to_string(ci));
+    testing::expect_gradients_match(row.fn, in, 77 + ci);
+    checked++;
+  }
+}
+
+TEST_P(OpTable, GradientsMatchFiniteDifferences) { run_gradient_row(rows()[GetParam()]); }
 
 // --- special values ---
 TEST(OpsSpecial, NaNPropagates) {

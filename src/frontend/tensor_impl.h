@@ -1,0 +1,20 @@
+// The state behind a Tensor handle, shared by the frontend files (tensor.cpp, autograd.cpp).
+#pragma once
+#include "ir/node.h"
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+struct Tensor::Impl {
+  ir::NodeRef node;  // lazy graph node; a BUFFER node once realized, unless autograd needs the graph
+  Tensor grad;       // accumulated gradient of a leaf (lazy)
+};
+
+namespace autograd {
+// Whether gradients can flow from n down to a leaf that requires them (not through DETACH).
+bool graph_requires_grad(const ir::NodeRef& n);
+// The leaf tensor registered for a BUFFER node, or nullptr.
+std::shared_ptr<Tensor::Impl> leaf_of(const ir::Node* n);
+}  // namespace autograd
+
+}  // namespace kiln
