@@ -6,6 +6,8 @@
 #include <set>
 #include <unordered_map>
 
+#include "ir/rewrite.h"
+#include "ir/simplify.h"
 #include "kiln/error.h"
 
 namespace kiln::codegen {
@@ -98,7 +100,9 @@ class Linearizer {
     double outer_trips = trips_;
     scopes_.emplace_back();
     for (auto& r : ranges) {
-      memo_[r.get()] = add({Op::RANGE, DType::I64, {}, {r->arg[0], r->arg[1], 1, 0}});
+      bool innermost = r == ranges.back();
+      int64_t contiguous = innermost && unit_stride_loads(group, r) ? 1 : 0;
+      memo_[r.get()] = add({Op::RANGE, DType::I64, {}, {r->arg[0], r->arg[1], 1, 0, contiguous}});
       scopes_.back().push_back(r.get());
       trips_ *= static_cast<double>(r->arg[1]);
     }
@@ -114,6 +118,23 @@ class Linearizer {
       memo_[group[i].get()] = accs[i];
       if (!scopes_.empty()) scopes_.back().push_back(group[i].get());
     }
+  }
+
+  // Whether every load in the reduces that moves with range r moves by one element per step: then
+  // vectorizing the reduce loop reads memory contiguously (else, e.g. for matmul's second operand,
+  // leaving the loop to the compiler lets it vectorize the outer loop instead).
+  static bool unit_stride_loads(const std::vector<NodeRef>& group, const NodeRef& r) {
+    std::vector<NodeRef> roots;
+    for (auto& red : group) roots.push_back(red->src[0]);
+    for (auto& n : ir::toposort(roots)) {
+      if (n->op != Op::LOAD) continue;
+      const NodeRef& idx = n->src[1];
+      NodeRef next = ir::substitute(idx, {{r.get(), r + 1}});
+      if (next == idx) continue;  // does not move with r
+      NodeRef step = ir::simplify(next + idx * -1);
+      if (!step->is_const() || step->ival() != 1) return false;
+    }
+    return true;
   }
 
   void hoist(const NodeRef& n, const std::set<int64_t>& rids) {

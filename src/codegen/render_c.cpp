@@ -234,6 +234,23 @@ class Renderer {
     throw Error(std::string("kiln.render_c: no C rendering for ") + ir::op_name(in.op));
   }
 
+  // An innermost reduce loop whose accumulators only add or multiply may be vectorized with the
+  // partial sums reassociated: " reduction(+:acc5) ..." for its pragma, or "" to keep it in order.
+  // (MAX keeps its order: its NaN propagation is not what a SIMD max does.)
+  std::string simd_reduction(int range) const {
+    std::string clause;
+    for (size_t j = static_cast<size_t>(range) + 1; j < p_.insts.size(); j++) {
+      const Inst& in = p_.insts[j];
+      if (in.op == Op::RANGE) return "";  // not the innermost loop
+      if (in.op == Op::ENDRANGE) break;
+      if (in.arg.size() == 1 && in.arg[0] == 1 && !in.src.empty() && p_.insts[in.src[0]].op == Op::DEFINE_ACC) {
+        if (in.op != Op::ADD && in.op != Op::MUL) return "";
+        clause += std::string(" reduction(") + (in.op == Op::ADD ? "+" : "*") + ":" + v(in.src[0]) + ")";
+      }
+    }
+    return clause;
+  }
+
   void line(int i) {
     const Inst& in = p_.insts[i];
     switch (in.op) {
@@ -243,6 +260,10 @@ class Renderer {
         std::string n = (in.arg[2] ? "ridx" : "gidx") + std::to_string(in.arg[0]);
         names_[i] = n;
         std::string lo = in.arg[3] ? "start" : "0", hi = in.arg[3] ? "end" : std::to_string(in.arg[1]);
+        if (in.arg[2] && in.arg.size() > 4 && in.arg[4]) {
+          std::string red = simd_reduction(i);
+          if (!red.empty()) out("#pragma omp simd" + red);
+        }
         out("for (int64_t " + n + " = " + lo + "; " + n + " < " + hi + "; " + n + "++) {");
         indent_++;
         return;

@@ -23,7 +23,9 @@ namespace {
 // vectorized masked loops after partial redundancy elimination on AVX-512 (a padded bf16 copy read
 // wrong elements; the op suite covers it). Loop if-conversion must stay on, or loops with selects
 // stop vectorizing.
-const char* kFlags = "-O3 -march=native -fno-tree-partial-pre -fPIC -shared -fwrapv -fno-math-errno -std=gnu11 -w";
+// -fopenmp-simd: honours the renderer's "omp simd reduction" pragmas (no OpenMP runtime).
+const char* kFlags =
+    "-O3 -march=native -fopenmp-simd -fno-tree-partial-pre -fPIC -shared -fwrapv -fno-math-errno -std=gnu11 -w";
 
 bool executable(const std::string& p) { return access(p.c_str(), X_OK) == 0; }
 
