@@ -290,11 +290,20 @@ Tensor avg_pool_nd(const std::string& op, size_t nsp, const Tensor& input, const
   bool padded = false;
   for (auto p : a.padding) padded |= p > 0;
   if (count_include_pad || !padded) return unbatched(win.mean(dims), drop);
-  // divide by the number of input (not padding) elements in each window: the same windows over ones
-  Shape ones_shape(x.shape().end() - static_cast<int64_t>(nsp), x.shape().end());
-  Tensor ones_in = ones(ones_shape, {.dtype = x.dtype()});
-  Tensor count = pool_windows(pad_spatial(ones_in, a.padding, a.padding), a.kernel, a.stride, a.dilation);
-  return unbatched(win.sum(dims) / count.sum(last_dims(count.dim(), nsp)), drop);
+  // divide by the number of input (not padding) elements of each window: per dim, the overlap of
+  // [o*s - p, o*s - p + k) with [0, L), computed elementwise so it fuses with the sum
+  DType dt = x.dtype();
+  Tensor count = full({}, 1.0, dt);
+  for (size_t i = 0; i < nsp; i++) {
+    int64_t len = x.size(2 + static_cast<int64_t>(i));
+    Tensor lo = arange(0, static_cast<double>(a.out[i]), 1, dt) * a.stride[i] - a.padding[i];
+    Tensor hi = lo + a.kernel[i];
+    Tensor c = minimum(hi, full({}, len, dt)) - maximum(lo, full({}, 0.0, dt));
+    Shape cs(nsp, 1);
+    cs[i] = a.out[i];
+    count = count * c.reshape(cs);
+  }
+  return unbatched(win.sum(dims) / count, drop);
 }
 
 // Applies the (out, in) matrix m along dim d of x: y[.., o, ..] = sum_i m[o, i] x[.., i, ..].

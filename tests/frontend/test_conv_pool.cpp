@@ -542,6 +542,17 @@ TEST(PoolTest, AdaptiveAvgPool2d) {
   check(F::adaptive_avg_pool2d(x.reshape({6, 10, 7}), {4}), want_shape, want, 1e-12);
 }
 
+// Pooling is one kernel too, including the divisor of avg_pool without padding counted.
+TEST(PoolTest, PoolingIsOneKernel) {
+  Tensor x = random_tensor({2, 3, 11, 9}, DType::F32, -1, 1, 7);
+  for (const Tensor& y : {F::max_pool2d(x, {3}, {2}, {1}, {2}), F::avg_pool2d(x, {3}, {2}, {1}, true),
+                          F::avg_pool2d(x, {3, 2}, {1}, {1}, false)}) {
+    int64_t before = stats().kernels_run;
+    y.realize();
+    EXPECT_EQ(stats().kernels_run - before, 1);
+  }
+}
+
 // --- interpolation ---
 
 TEST(PoolTest, InterpolateNearest) {
