@@ -398,10 +398,11 @@ NodeRef common_factor(const NodeRef& n) {
   return mod(x, *c / gi) * gi;
 }
 
-// Sum split for c > 0: write x = c*K + r where K collects the terms whose coefficient is a multiple
-// of c (and floor(constant/c)), and r the rest. When x >= 0 and r >= 0 everywhere, C division is
-// floor division, so x//c == K + r//c and x%c == r%c. With 0 <= r < c this is (x*4+y)//4 -> x and
-// (x*4+y)%4 -> y (r//c and r%c then fold by bounds).
+// Sum split for c > 0: write x = c*K + r where K collects floor(a/c)*t of each term a*t (whole when
+// c divides a; for a nonnegative t with a > c, also the multiple-of-c part of a, leaving
+// (a mod c)*t in r) and floor(constant/c), and r the rest. When x >= 0 and r >= 0 everywhere, C
+// division is floor division, so x//c == K + r//c and x%c == r%c. With 0 <= r < c this is
+// (x*4+y)//4 -> x and (x*4+y)%4 -> y, and (k*6+j)%5 -> (k+j)%5 (r//c and r%c then fold by bounds).
 NodeRef split_sum(const NodeRef& n) {
   auto c = as_const(n->src[1]);
   if (!c || *c <= 0) return nullptr;
@@ -409,10 +410,15 @@ NodeRef split_sum(const NodeRef& n) {
   Sum s = flatten_sum(x);
   std::vector<Term> quot, rest;
   for (auto& t : s.terms) {
-    if (t.coeff % *c == 0)
+    if (t.coeff % *c == 0) {
       quot.push_back({t.base, t.coeff / *c});
-    else
+    } else if (vmin(t.base) >= 0 && t.coeff > *c) {
+      int64_t q = floor_div(t.coeff, *c);
+      quot.push_back({t.base, q});
+      rest.push_back({t.base, t.coeff - q * *c});
+    } else {
       rest.push_back(t);
+    }
   }
   if (quot.empty() || vmin(x) < 0) return nullptr;
   int64_t kq = floor_div(s.konst, *c);
