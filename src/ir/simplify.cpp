@@ -341,8 +341,27 @@ NodeRef const_to_right(const NodeRef& n) {
 
 // Addition is associative and commutative, so a sum may be flattened, like terms combined
 // (x*a + x*b == x*(a+b)), zero terms (x+0, x*0) dropped and the constants summed on the right.
+// Also (x//c)*(b*c) + (x%c)*b == x*b for c > 0: C division satisfies x == (x/c)*c + x%c for
+// every x, so this holds for negative x too (it rejoins a dim the loop collapsing split).
 NodeRef canonical_sum(const NodeRef& n) {
   Sum s = flatten_sum(n);
+  for (size_t i = 0; i < s.terms.size(); i++) {
+    const Term& d = s.terms[i];
+    if (d.base->op != Op::IDIV) continue;
+    auto c = as_const(d.base->src[1]);
+    if (!c || *c <= 0) continue;
+    for (size_t j = 0; j < s.terms.size(); j++) {
+      const Term& m = s.terms[j];
+      if (m.base->op != Op::MOD || m.base->src[0] != d.base->src[0] || m.base->src[1] != d.base->src[1]) continue;
+      int64_t bc;
+      if (__builtin_mul_overflow(m.coeff, *c, &bc) || bc != d.coeff) continue;
+      Term joined{d.base->src[0], m.coeff};
+      s.terms.erase(s.terms.begin() + static_cast<long>(std::max(i, j)));
+      s.terms.erase(s.terms.begin() + static_cast<long>(std::min(i, j)));
+      s.terms.push_back(joined);
+      return build_sum(s.terms, s.konst);
+    }
+  }
   return changed(n, build_sum(s.terms, s.konst));
 }
 
