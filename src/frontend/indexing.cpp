@@ -69,7 +69,7 @@ Scattered scatter_core(const char* op, const Tensor& self, int64_t dim, const Te
                  ", " + shape_str(index.shape()) + " and " + shape_str(src.shape()));
   if (self.dim() == 0) {
     Scattered s = scatter_core(op, self.reshape({1}), 0, index.reshape({1}), src.reshape({1}), add);
-    return {s.hit.reshape({}), s.val.reshape({})};
+    return {s.hit.defined() ? s.hit.reshape({}) : s.hit, s.val.reshape({})};
   }
   int64_t d = norm_dim(op, dim, self.dim());
   for (int64_t k = 0; k < self.dim(); k++)
