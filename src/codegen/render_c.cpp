@@ -216,7 +216,8 @@ class Renderer {
         return a(0) + " * " + a(1);
       case Op::MAX:
         if (f)
-          return "(((" + a(0) + " != " + a(0) + ") | (" + a(0) + " > " + a(1) + ")) ? " + a(0) + " : " + a(1) + ")";
+          return "(((" + a(0) + " != " + a(0) + ") | (" + a(0) + " > " + a(1) + ")) ? " + a(0) + " : " +
+                 a(1) + ")";
         return "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
       case Op::IDIV: return "(" + a(1) + " == 0 ? 0 : " + a(0) + " / " + a(1) + ")";
       case Op::MOD: return "(" + a(1) + " == 0 ? 0 : " + a(0) + " % " + a(1) + ")";
@@ -243,7 +244,8 @@ class Renderer {
       const Inst& in = p_.insts[j];
       if (in.op == Op::RANGE) return "";  // not the innermost loop
       if (in.op == Op::ENDRANGE) break;
-      if (in.arg.size() == 1 && in.arg[0] == 1 && !in.src.empty() && p_.insts[in.src[0]].op == Op::DEFINE_ACC) {
+      if (in.arg.size() == 1 && in.arg[0] == 1 && !in.src.empty() &&
+          p_.insts[in.src[0]].op == Op::DEFINE_ACC) {
         if (in.op != Op::ADD && in.op != Op::MUL) return "";
         clause += std::string(" reduction(") + (in.op == Op::ADD ? "+" : "*") + ":" + v(in.src[0]) + ")";
       }

@@ -352,7 +352,8 @@ NodeRef canonical_sum(const NodeRef& n) {
     if (!c || *c <= 0) continue;
     for (size_t j = 0; j < s.terms.size(); j++) {
       const Term& m = s.terms[j];
-      if (m.base->op != Op::MOD || m.base->src[0] != d.base->src[0] || m.base->src[1] != d.base->src[1]) continue;
+      if (m.base->op != Op::MOD || m.base->src[0] != d.base->src[0] || m.base->src[1] != d.base->src[1])
+        continue;
       int64_t bc;
       if (__builtin_mul_overflow(m.coeff, *c, &bc) || bc != d.coeff) continue;
       Term joined{d.base->src[0], m.coeff};
