@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "frontend/graph.h"
+#include "kiln/debug.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
@@ -26,6 +27,18 @@ void need_index(const char* op, const Tensor& index) {
   if (!is_int(index.dtype()))
     fail(op, "index must be an integer tensor, got " + to_string(index.dtype()) + " of shape " +
                  shape_str(index.shape()));
+}
+
+// Out-of-range indices select nothing (read 0, write nothing): never out of bounds. Under
+// KILN_VALIDATE=1 they are reported instead, which needs the index values on the host.
+void check_range(const char* op, const Tensor& index, int64_t n) {
+  if (!settings().validate || index.numel() == 0) return;
+  auto v = index.to_vector<int64_t>();
+  for (size_t k = 0; k < v.size(); k++)
+    if (v[k] < 0 || v[k] >= n)
+      fail(op, "index " + std::to_string(v[k]) + " (element " + std::to_string(k) + " of the index of shape " +
+                   shape_str(index.shape()) + ") is out of range for a dim of size " + std::to_string(n) +
+                   " (reported by KILN_VALIDATE=1; otherwise it selects nothing)");
 }
 
 // Sum over `axis` of the values where mask holds: with a one-hot mask this selects one value (or
@@ -72,6 +85,7 @@ Scattered scatter_core(const char* op, const Tensor& self, int64_t dim, const Te
     return {s.hit.defined() ? s.hit.reshape({}) : s.hit, s.val.reshape({})};
   }
   int64_t d = norm_dim(op, dim, self.dim());
+  check_range(op, index, self.size(d));
   for (int64_t k = 0; k < self.dim(); k++)
     if (index.size(k) > src.size(k) || (k != d && index.size(k) > self.size(k)))
       fail(op, "index of shape " + shape_str(index.shape()) + " is larger than src " +
@@ -157,6 +171,7 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
     if (k != d && index.size(k) > size(k))
       fail("gather",
            "index is larger than self in dim " + std::to_string(k) + ": self " + shapes_of(*this, index));
+  check_range("gather", index, size(d));
   Shape sizes = index.shape();
   sizes[d] = size(d);
   Tensor src = shrink_to(*this, sizes).unsqueeze(d);                                    // (.., 1, n, ..)
@@ -256,6 +271,7 @@ Tensor one_hot(const Tensor& index, int64_t num_classes) {
   if (num_classes < 0)
     fail("one_hot", "num_classes must be given and >= 0 (inferring it would read values), got " +
                         std::to_string(num_classes));
+  check_range("one_hot", index, num_classes);
   return (index.unsqueeze(-1) == arange(num_classes)).to(DType::I64);
 }
 

@@ -83,3 +83,17 @@ TEST(Errors, KernelFailsToCompile) {
   clear_memory_cache();
   std::filesystem::remove_all(dir);
 }
+
+TEST(Errors, OutOfRangeIndicesAreMaskedAndReportedUnderValidate) {
+  Tensor x = tensor(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  Tensor idx = tensor(std::vector<int64_t>{0, 5, -1, 1}, {2, 2});
+  // never out of bounds: an out-of-range index selects nothing
+  EXPECT_EQ(x.gather(1, idx).to_vector<float>(), (std::vector<float>{1, 0, 0, 4}));
+  Settings saved = settings();
+  settings().validate = true;
+  expect_error([&] { x.gather(1, idx).realize(); }, {"gather", "index 5", "out of range", "size 2", "KILN_VALIDATE"});
+  expect_error([&] { x.index_select(0, tensor(std::vector<int64_t>{3})).realize(); }, {"index 3", "size 2"});
+  expect_error([&] { x.scatter_add(0, idx, x).realize(); }, {"scatter_add", "index 5"});
+  expect_error([&] { one_hot(tensor(std::vector<int64_t>{4}), 3); }, {"one_hot", "index 4"});
+  settings() = saved;
+}
