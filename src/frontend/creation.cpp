@@ -1,7 +1,5 @@
-// Tensor creation: constants, ranges, eye, and the counter-based random number generator.
-#include <atomic>
+// Tensor creation: constants, ranges and eye (random tensors are in random.cpp).
 #include <cmath>
-#include <numbers>
 
 #include "frontend/graph.h"
 #include "kiln/tensor.h"
@@ -56,79 +54,5 @@ Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions o) {
   Tensor r(iota({n, cols}, 0, DType::I64)), c(iota({n, cols}, 1, DType::I64));
   return (r == c).to(o.dtype);
 }
-
-// --- counter-based RNG: element i of a draw with (seed, offset) is hash(seed, offset + i) ---
-namespace {
-struct Generator {
-  std::atomic<uint64_t> seed{0x5eed}, offset{0};
-};
-Generator& gen() {
-  static Generator g;
-  return g;
-}
-
-// A 32-bit integer mix (xorshift-multiply rounds) applied to u32 tensors: same bits on every device.
-Tensor mix32(Tensor x) {
-  auto shr = [](const Tensor& v, int s) {
-    return Tensor(frontend::binary("rand", Op::SHR, v.node(), ir::const_int(s, DType::U32, v.shape())));
-  };
-  auto mulc = [](const Tensor& v, int64_t c) {
-    return Tensor(frontend::binary("rand", Op::MUL, v.node(), ir::const_int(c, DType::U32, v.shape())));
-  };
-  x = x ^ shr(x, 16);
-  x = mulc(x, 0x7feb352d);
-  x = x ^ shr(x, 15);
-  x = mulc(x, 0x846ca68b);
-  x = x ^ shr(x, 16);
-  return x;
-}
-
-// uniform [0, 1) floats with 24 random bits, stream `k` of a draw
-Tensor uniform_bits(const Shape& s, uint64_t seed, uint64_t offset, int k) {
-  int64_t n = 1;
-  for (auto d : s) n *= d;
-  Tensor idx = Tensor(iota({n}, 0, DType::I64)).reshape(s);
-  uint64_t key = seed * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(k) * 0xbf58476d1ce4e5b9ull;
-  Tensor lo = ((idx + static_cast<long long>(offset & 0xffffffffull)).to(DType::U32)) ^
-              full(s, static_cast<long long>(key & 0xffffffffull), DType::U32);
-  Tensor h = mix32(mix32(lo) ^ full(s, static_cast<long long>((key >> 32) ^ (offset >> 32)), DType::U32));
-  Tensor top = Tensor(frontend::binary("rand", Op::SHR, h.node(), ir::const_int(8, DType::U32, s)));
-  return top.to(DType::F32) * (1.0 / 16777216.0);
-}
-
-std::pair<uint64_t, uint64_t> take(int64_t n) {
-  uint64_t off = gen().offset.fetch_add(static_cast<uint64_t>(n));
-  return {gen().seed.load(), off};
-}
-}  // namespace
-
-void manual_seed(uint64_t seed) {
-  gen().seed = seed;
-  gen().offset = 0;
-}
-
-Tensor rand(Shape s, TensorOptions o) {
-  check_shape("rand", s);
-  if (!is_float(o.dtype)) fail("rand", "needs a float dtype, got " + to_string(o.dtype));
-  int64_t n = 1;
-  for (auto d : s) n *= d;
-  auto [seed, off] = take(n);
-  return uniform_bits(s, seed, off, 0).to(o.dtype);
-}
-
-Tensor randn(Shape s, TensorOptions o) {
-  check_shape("randn", s);
-  if (!is_float(o.dtype)) fail("randn", "needs a float dtype, got " + to_string(o.dtype));
-  int64_t n = 1;
-  for (auto d : s) n *= d;
-  auto [seed, off] = take(n);
-  // Box-Muller: u1 in (0, 1] so log is finite
-  Tensor u1 = 1.0 - uniform_bits(s, seed, off, 1), u2 = uniform_bits(s, seed, off, 2);
-  Tensor r = (u1.log() * -2.0).sqrt() * (u2 * (2 * std::numbers::pi)).cos();
-  return r.to(o.dtype);
-}
-
-Tensor rand_like(const Tensor& t) { return rand(t.shape(), {.dtype = t.dtype()}); }
-Tensor randn_like(const Tensor& t) { return randn(t.shape(), {.dtype = t.dtype()}); }
 
 }  // namespace kiln
