@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include <functional>
+#include <tuple>
+
 #include "helpers.h"
 
 using namespace kiln;
@@ -122,4 +125,92 @@ TEST(Gradients, ConvolutionAndPooling) {
       {r({1, 1, 3, 4}, 84)}, 84);
   expect_gradients_match([](const Ts& x) { return F::interpolate(x[0], 2.0, "nearest"); },
                          {r({1, 1, 2, 3}, 85)}, 85);
+}
+
+TEST(Gradients, MathOps) {
+  using Fn = std::function<Tensor(const Tensor&)>;
+  std::vector<std::tuple<const char*, Fn, double, double>> ops = {
+      {"log1p", [](const Tensor& x) { return x.log1p(); }, -0.5, 2},
+      {"expm1", [](const Tensor& x) { return x.expm1(); }, -2, 2},
+      {"erf", [](const Tensor& x) { return x.erf(); }, -2, 2},
+      {"square", [](const Tensor& x) { return x.square(); }, -2, 2},
+      {"clamp", [](const Tensor& x) { return x.clamp(-0.5, 0.7); }, -2, 2},
+      {"tan", [](const Tensor& x) { return x.tan(); }, -1, 1},
+      {"asin", [](const Tensor& x) { return x.asin(); }, -0.9, 0.9},
+      {"acos", [](const Tensor& x) { return x.acos(); }, -0.9, 0.9},
+      {"atan", [](const Tensor& x) { return x.atan(); }, -3, 3},
+      {"sinh", [](const Tensor& x) { return x.sinh(); }, -2, 2},
+      {"cosh", [](const Tensor& x) { return x.cosh(); }, -2, 2},
+      {"asinh", [](const Tensor& x) { return x.asinh(); }, -3, 3},
+      {"acosh", [](const Tensor& x) { return x.acosh(); }, 1.1, 3},
+      {"atanh", [](const Tensor& x) { return x.atanh(); }, -0.9, 0.9},
+      {"softplus", [](const Tensor& x) { return x.softplus(); }, -3, 3},
+      {"silu", [](const Tensor& x) { return x.silu(); }, -3, 3},
+      {"gelu", [](const Tensor& x) { return x.gelu(); }, -3, 3},
+      {"gelu_tanh", [](const Tensor& x) { return x.gelu(true); }, -3, 3},
+      {"elu", [](const Tensor& x) { return x.elu(0.7); }, -3, 3},
+      {"selu", [](const Tensor& x) { return x.selu(); }, -3, 3},
+      {"leaky_relu", [](const Tensor& x) { return x.leaky_relu(0.1); }, -3, 3},
+      {"hardtanh", [](const Tensor& x) { return x.hardtanh(-0.5, 0.5); }, -2, 2},
+      {"relu6", [](const Tensor& x) { return (x * 4).relu6(); }, -2, 2},
+      {"logsigmoid", [](const Tensor& x) { return x.logsigmoid(); }, -5, 5},
+      {"mish", [](const Tensor& x) { return x.mish(); }, -3, 3},
+      {"sigmoid", [](const Tensor& x) { return x.sigmoid(); }, -3, 3},
+      {"tanh", [](const Tensor& x) { return x.tanh(); }, -3, 3},
+  };
+  uint64_t seed = 100;
+  for (auto& [name, f, lo, hi] : ops) {
+    SCOPED_TRACE(name);
+    Fn fn = f;
+    expect_gradients_match([&](const Ts& x) { return fn(x[0]); }, {r({2, 5}, seed, lo, hi)}, seed);
+    seed++;
+  }
+  expect_gradients_match([](const Ts& x) { return x[0].atan2(x[1]); }, {r({2, 3}, 130), r({2, 3}, 131)}, 130);
+  expect_gradients_match([](const Ts& x) { return x[0].lerp(x[1], x[2]); },
+                         {r({3}, 132), r({3}, 133), r({3}, 134)}, 132);
+  expect_gradients_match([](const Ts& x) { return x[0].masked_fill(x[0] > 0.5, 0.0); }, {r({3, 4}, 135)},
+                         135);
+}
+
+TEST(Gradients, Normalization) {
+  expect_gradients_match([](const Ts& x) { return F::layer_norm(x[0], {4}, x[1], x[2]); },
+                         {r({3, 4}, 140), r({4}, 141), r({4}, 142)}, 140);
+  expect_gradients_match([](const Ts& x) { return F::rms_norm(x[0], {4}, x[1]); },
+                         {r({3, 4}, 143), r({4}, 144)}, 143);
+  expect_gradients_match([](const Ts& x) { return F::group_norm(x[0], 2, x[1], x[2]); },
+                         {r({2, 4, 3}, 145), r({4}, 146), r({4}, 147)}, 145);
+  expect_gradients_match([](const Ts& x) { return F::batch_norm(x[0], nullptr, nullptr, x[1], x[2], true); },
+                         {r({4, 3, 2}, 148), r({3}, 149), r({3}, 150)}, 148);
+  Tensor ids = tensor(std::vector<int64_t>{2, 0, 2, 1}, {2, 2});
+  expect_gradients_match([&](const Ts& x) { return F::embedding(ids, x[0]); }, {r({3, 4}, 151)}, 151);
+}
+
+TEST(Gradients, Losses) {
+  Tensor cls = tensor(std::vector<int64_t>{1, 0, 3, 1}, {4});
+  expect_gradients_match([&](const Ts& x) { return F::cross_entropy(x[0], cls); }, {r({4, 4}, 160)}, 160);
+  expect_gradients_match([&](const Ts& x) { return F::cross_entropy(x[0], cls, x[1], 3, "sum", 0.1); },
+                         {r({4, 4}, 161), r({4}, 162, 0.5, 2)}, 161);
+  expect_gradients_match([&](const Ts& x) { return F::cross_entropy(x[0], x[1].softmax(1)); },
+                         {r({3, 4}, 163), r({3, 4}, 164)}, 163);
+  expect_gradients_match(
+      [&](const Ts& x) { return F::nll_loss(x[0].log_softmax(1), cls, std::nullopt, -100, "none"); },
+      {r({4, 4}, 165)}, 165);
+  expect_gradients_match([](const Ts& x) { return F::mse_loss(x[0], x[1]); },
+                         {r({3, 4}, 166), r({3, 4}, 167)}, 166);
+  expect_gradients_match([](const Ts& x) { return F::l1_loss(x[0], x[1], "sum"); },
+                         {r({3, 4}, 168), r({3, 4}, 169)}, 168);
+  expect_gradients_match([](const Ts& x) { return F::smooth_l1_loss(x[0], x[1], "mean", 0.5); },
+                         {r({3, 4}, 170), r({3, 4}, 171)}, 170);
+  expect_gradients_match([](const Ts& x) { return F::huber_loss(x[0], x[1], "mean", 0.7); },
+                         {r({3, 4}, 172), r({3, 4}, 173)}, 172);
+  expect_gradients_match([](const Ts& x) { return F::binary_cross_entropy(x[0].sigmoid(), x[1].sigmoid()); },
+                         {r({3, 4}, 174), r({3, 4}, 175)}, 174);
+  expect_gradients_match(
+      [](const Ts& x) {
+        return F::binary_cross_entropy_with_logits(x[0], x[1].sigmoid(), std::nullopt, "mean", x[2]);
+      },
+      {r({3, 4}, 176), r({3, 4}, 177), r({4}, 178, 0.5, 2)}, 176);
+  expect_gradients_match(
+      [](const Ts& x) { return F::kl_div(x[0].log_softmax(1), x[1].softmax(1), "batchmean"); },
+      {r({3, 4}, 179), r({3, 4}, 180)}, 179);
 }
