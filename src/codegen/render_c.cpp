@@ -57,6 +57,22 @@ static inline float kiln_exp2f(float x) {
   __builtin_memcpy(&s2, &b2, 4);
   return x != x ? x : p * s1 * s2;
 }
+/* e^x for f32, for EXP2(x * log2(e)): the product would round x*log2(e) first (a relative error of
+   about |x| * 2^-24 in the result), so the range is reduced in x itself: x = n*ln2 + r with ln2
+   split in two parts (Cody-Waite), |r| <= 0.35, e^r by its Taylor series to degree 8. */
+static inline float kiln_expf(float x) {
+  x = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+  float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
+  float r = (x - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
+  float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666679f + r * (0.00833333377f +
+            r * (0.00138888892f + r * (0.000198412701f + r * 2.48015876e-05f)))))));
+  int32_t k = (int32_t)n, k1 = k >> 1, k2 = k - k1;
+  uint32_t b1 = (uint32_t)(k1 + 127) << 23, b2 = (uint32_t)(k2 + 127) << 23;
+  float s1, s2;
+  __builtin_memcpy(&s1, &b1, 4);
+  __builtin_memcpy(&s2, &b2, 4);
+  return x != x ? x : p * s1 * s2;
+}
 static inline float kiln_log2f(float x) {
   int sub = x < 1.17549435e-38f;
   float y = sub ? x * 8388608.0f : x; /* scale subnormals up by 2^23 */
@@ -187,7 +203,16 @@ class Renderer {
     bool f = is_float(t), f64 = t == DType::F64;
     std::string sfx = f64 ? "" : "f";
     switch (in.op) {
-      case Op::EXP2: return (f64 ? "exp2(" : "kiln_exp2f(") + a(0) + ")";
+      case Op::EXP2: {
+        const Inst& m = p_.insts[in.src[0]];  // exp(x) is built as exp2(x * log2(e))
+        if (!f64 && m.op == Op::MUL)
+          for (int k = 0; k < 2; k++) {
+            const Inst& c = p_.insts[m.src[static_cast<size_t>(k)]];
+            if (c.op == Op::CONST && static_cast<float>(c.fval) == static_cast<float>(1.4426950408889634))
+              return "kiln_expf(" + v(m.src[static_cast<size_t>(1 - k)]) + ")";
+          }
+        return (f64 ? "exp2(" : "kiln_exp2f(") + a(0) + ")";
+      }
       case Op::LOG2: return (f64 ? "log2(" : "kiln_log2f(") + a(0) + ")";
       case Op::SIN: return "sin" + sfx + "(" + a(0) + ")";
       case Op::SQRT: return "sqrt" + sfx + "(" + a(0) + ")";

@@ -124,7 +124,9 @@ Tensor Tensor::tanh() const {
     Tensor ax = x.abs(), t = (ax * -2.0).exp();
     Tensor big = (1.0 - t) / (1.0 + t);
     Tensor x2 = x * x;
-    Tensor small = x * (1.0 + x2 * (-1.0 / 3 + x2 * (2.0 / 15 + x2 * (-17.0 / 315))));
+    Tensor small =
+        x * (1.0 + x2 * (-1.0 / 3 + x2 * (2.0 / 15 + x2 * (-17.0 / 315 +
+                                                           x2 * (62.0 / 2835 + x2 * (-1382.0 / 155925))))));
     return where(ax < 0.0625, small, where(x < 0.0, -big, big));
   });
 }

@@ -36,8 +36,9 @@ void check_range(const char* op, const Tensor& index, int64_t n) {
   auto v = index.to_vector<int64_t>();
   for (size_t k = 0; k < v.size(); k++)
     if (v[k] < 0 || v[k] >= n)
-      fail(op, "index " + std::to_string(v[k]) + " (element " + std::to_string(k) + " of the index of shape " +
-                   shape_str(index.shape()) + ") is out of range for a dim of size " + std::to_string(n) +
+      fail(op, "index " + std::to_string(v[k]) + " (element " + std::to_string(k) +
+                   " of the index of shape " + shape_str(index.shape()) +
+                   ") is out of range for a dim of size " + std::to_string(n) +
                    " (reported by KILN_VALIDATE=1; otherwise it selects nothing)");
 }
 

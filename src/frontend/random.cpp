@@ -47,13 +47,21 @@ Tensor mix32(Tensor x) {
   return x;
 }
 
-// 24 random bits (u32 in [0, 2^24)) per element, stream `k` of a draw
+// 24 random bits (u32 in [0, 2^24)) per element, stream `k` of a draw. The draw's key and offset
+// are read from a 3-element buffer, not baked in as constants, so every draw of one shape runs the
+// same compiled kernel.
 Tensor bits24(const Shape& s, uint64_t seed, uint64_t offset, int k) {
   Tensor idx = Tensor(ir::make(Op::IOTA, DType::I64, {numel_of(s)}, {}, {0})).reshape(s);
   uint64_t key = seed * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(k) * 0xbf58476d1ce4e5b9ull;
-  Tensor lo = ((idx + static_cast<long long>(offset & 0xffffffffull)).to(DType::U32)) ^
-              full(s, static_cast<long long>(key & 0xffffffffull), DType::U32);
-  Tensor h = mix32(mix32(lo) ^ full(s, static_cast<long long>((key >> 32) ^ (offset >> 32)), DType::U32));
+  // (the xored constants keep seed 0 and offset 0 away from the mix's fixed point at 0)
+  std::vector<int64_t> p = {
+      static_cast<int64_t>(offset & 0xffffffffull),
+      static_cast<int64_t>((key ^ 0x9e3779b9ull) & 0xffffffffull),
+      static_cast<int64_t>(((key >> 32) ^ (offset >> 32) ^ 0x85ebca6bull) & 0xffffffffull)};
+  Tensor params = tensor(p);
+  auto param = [&](int64_t i, DType t) { return params.slice(0, i, i + 1).to(t).reshape({}).expand(s); };
+  Tensor lo = (idx + param(0, DType::I64)).to(DType::U32) ^ param(1, DType::U32);
+  Tensor h = mix32(mix32(lo) ^ param(2, DType::U32));
   return shr(h, 8);
 }
 
