@@ -80,3 +80,17 @@ TEST(Fusion, ReducesOfOneInputRealizedTogetherShareOneKernel) {
     EXPECT_EQ(mv[i], mm);
   }
 }
+
+TEST(Fusion, NormalizationAndLossKernelCounts) {
+  Tensor x = r({8, 40}, 20), w = r({40}, 21), b = r({40}, 22);
+  Tensor cls = tensor(std::vector<int64_t>{1, 0, 3, 39, 7, 7, 2, 5});
+  EXPECT_LE(kernels_for({x.log_softmax(1)}), 3);
+  EXPECT_LE(kernels_for({F::layer_norm(x, {40}, w, b)}), 3);
+  EXPECT_LE(kernels_for({F::cross_entropy(x, cls)}), 3);
+  // layer_norm forward and backward (dx, dw, db) together
+  Tensor y = F::layer_norm(x, {40}, w, b);
+  auto g = grad({y}, {x, w, b}, {r({8, 40}, 23)});
+  int64_t before = stats().kernels_run;
+  realize({y, g[0], g[1], g[2]});
+  EXPECT_LE(stats().kernels_run - before, 6);
+}
