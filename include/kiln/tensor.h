@@ -88,6 +88,11 @@ class Tensor {
   // Accumulates d(this)/d(leaf) into every leaf's grad(); grad_output defaults to 1 for scalars.
   void backward(std::optional<Tensor> grad_output = std::nullopt) const;
   Tensor detach() const;  // same values, no gradient flows through
+  // In-place update: this tensor, and every handle that shares it, now holds `value` (cast to this
+  // dtype; shapes must match). Lazy like every op: an optimizer assigns all parameters and realizes
+  // them together, so forward, backward and update compile as one schedule. A leaf stays a leaf;
+  // no gradient flows through the assignment.
+  Tensor& assign_(const Tensor& value);
 
   // --- elementwise ---
   Tensor neg() const;
@@ -232,6 +237,7 @@ class Tensor {
   Tensor matmul(const Tensor& o) const;
 
   struct Impl;  // internal state (src/frontend/tensor_impl.h)
+  friend void realize(const std::vector<Tensor>& ts);
 
  private:
   std::shared_ptr<Impl> impl_;

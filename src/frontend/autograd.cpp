@@ -163,6 +163,11 @@ std::vector<NodeRef> leaves_in(const NodeRef& root) {
 
 namespace autograd {
 
+void register_leaf(const std::shared_ptr<Tensor::Impl>& impl) {
+  std::lock_guard<std::mutex> l(registry().mu);
+  registry().leaves[impl->node.get()] = impl;
+}
+
 std::shared_ptr<Tensor::Impl> leaf_of(const Node* n) {
   std::lock_guard<std::mutex> l(registry().mu);
   auto it = registry().leaves.find(n);
@@ -196,6 +201,7 @@ Tensor& Tensor::requires_grad_(bool on) {
   if (!on) {
     std::lock_guard<std::mutex> l(registry().mu);
     registry().leaves.erase(node().get());
+    impl_->leaf = false;
     return *this;
   }
   if (!is_float(dtype()))
@@ -205,8 +211,8 @@ Tensor& Tensor::requires_grad_(bool on) {
                                " is computed from tensors that require gradients (use detach() first)");
   realize();  // a leaf is a buffer
   if (node()->op != Op::BUFFER) impl_->node = ir::make(Op::CONTIGUOUS, dtype(), shape(), {node()}), realize();
-  std::lock_guard<std::mutex> l(registry().mu);
-  registry().leaves[node().get()] = impl_;
+  impl_->leaf = true;
+  autograd::register_leaf(impl_);
   return *this;
 }
 
@@ -220,6 +226,17 @@ void Tensor::set_grad(const Tensor& g) {
   impl_->grad = g;
 }
 void Tensor::zero_grad() { impl_->grad = Tensor(); }
+
+Tensor& Tensor::assign_(const Tensor& value) {
+  if (value.shape() != shape())
+    fail("assign_", "value of shape " + shape_str(value.shape()) + " for a tensor of shape " + shape_str(shape()));
+  if (impl_->leaf) {
+    std::lock_guard<std::mutex> l(registry().mu);
+    registry().leaves.erase(node().get());
+  }
+  impl_->node = value.to(dtype()).detach().node();
+  return *this;
+}
 
 Tensor Tensor::detach() const {
   if (node()->op == Op::DETACH) return Tensor(node());

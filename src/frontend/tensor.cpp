@@ -53,6 +53,7 @@ void realize(const std::vector<Tensor>& ts) {
   for (auto& t : ts) {
     auto& n = const_cast<NodeRef&>(t.node());
     if (n->op != ir::Op::BUFFER && !autograd::graph_requires_grad(n)) n = buffer_node(n->buffer, n->shape);
+    if (t.impl_->leaf && n->op == ir::Op::BUFFER) autograd::register_leaf(t.impl_);  // after assign_
   }
 }
 

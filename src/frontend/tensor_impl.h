@@ -8,11 +8,14 @@ namespace kiln {
 struct Tensor::Impl {
   ir::NodeRef node;  // lazy graph node; a BUFFER node once realized, unless autograd needs the graph
   Tensor grad;       // accumulated gradient of a leaf (lazy)
+  bool leaf = false; // marked with requires_grad_(): registered again after each assign_ + realize
 };
 
 namespace autograd {
 // Whether gradients can flow from n down to a leaf that requires them (not through DETACH).
 bool graph_requires_grad(const ir::NodeRef& n);
+// Registers a leaf's current BUFFER node (after requires_grad_, or after an assigned value is realized).
+void register_leaf(const std::shared_ptr<Tensor::Impl>& impl);
 // The leaf tensor registered for a BUFFER node, or nullptr.
 std::shared_ptr<Tensor::Impl> leaf_of(const ir::Node* n);
 }  // namespace autograd

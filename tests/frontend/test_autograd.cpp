@@ -151,3 +151,21 @@ TEST(Autograd, Errors) {
   expect_error([&] { (x < 1.0).to(DType::F64).sum().backward(); }, "does not require grad");
   expect_error([&] { grad({x * 2}, {x}); }, "grad_outputs are needed");
 }
+
+TEST(Autograd, AssignKeepsLeavesAndSharesWithHandles) {
+  Tensor w = leaf({1, 2, 3});
+  Tensor alias = w;  // another handle to the same tensor
+  for (int step = 0; step < 3; step++) {
+    w.zero_grad();
+    (w * w).sum().backward();
+    w.assign_(w - w.grad() * 0.25);  // w -= 0.5 w
+    realize({w});
+  }
+  expect_values(alias, {0.125, 0.25, 0.375}, 1e-12);
+  EXPECT_TRUE(w.requires_grad());
+  EXPECT_TRUE(w.is_leaf());
+  w.zero_grad();
+  (w * 2).sum().backward();
+  expect_values(w.grad(), {2, 2, 2}, 1e-12);
+  expect_error([&] { w.assign_(tensor(std::vector<double>{1})); }, "assign_");
+}
