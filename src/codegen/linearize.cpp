@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "codegen/opt.h"
 #include "ir/rewrite.h"
 #include "ir/simplify.h"
 #include "kiln/error.h"
@@ -38,7 +39,8 @@ class Linearizer {
         p_.globals[i] = n->dtype;
       }
       if (n->op == Op::STORE) p_.written[static_cast<size_t>(n->src[0]->arg[0])] = true;
-      if (n->op == Op::RANGE && !n->arg[2]) globals.push_back(n);
+      if (n->op == Op::RANGE && n->arg[2] == ir::kGlobalRange) globals.push_back(n);
+      if (n->op == Op::RANGE && n->arg[2] == ir::kUpcastRange) lane_ = n;
     }
     std::sort(globals.begin(), globals.end(), [](auto& a, auto& b) { return a->arg[0] < b->arg[0]; });
     for (auto& n : order_)
@@ -51,7 +53,18 @@ class Linearizer {
       trips *= static_cast<double>(g->arg[1]);
     }
     trips_ = trips;
-    for (auto& st : ast->src) emit(st);
+    if (lane_) {
+      // reduces first, each with its lanes inside its loops; then the stores, over the lanes
+      for (auto& n : order_)
+        if (n->op == Op::REDUCE) emit(n);
+      std::set<int64_t> lane_id{lane_->arg[0]};
+      for (auto& st : ast->src) hoist(st, lane_id);
+      open_lanes();
+      for (auto& st : ast->src) emit(st);
+      close_lanes();
+    } else {
+      for (auto& st : ast->src) emit(st);
+    }
     for (size_t i = 0; i < globals.size(); i++) add({Op::ENDRANGE, DType::I64, {}, {}});
     return std::move(p_);
   }
@@ -63,6 +76,20 @@ class Linearizer {
     return static_cast<int>(p_.insts.size()) - 1;
   }
 
+  void open_lanes() {
+    scopes_.emplace_back();
+    memo_[lane_.get()] =
+        add({Op::RANGE, DType::I64, {}, {lane_->arg[0], lane_->arg[1], ir::kUpcastRange, 0, 0}});
+    scopes_.back().push_back(lane_.get());
+    trips_ *= static_cast<double>(lane_->arg[1]);
+  }
+  void close_lanes() {
+    add({Op::ENDRANGE, DType::I64, {}, {}});
+    for (auto* n : scopes_.back()) memo_.erase(n);
+    scopes_.pop_back();
+    trips_ /= static_cast<double>(lane_->arg[1]);
+  }
+
   int emit(const NodeRef& n) {
     auto it = memo_.find(n.get());
     if (it != memo_.end()) return it->second;
@@ -71,7 +98,7 @@ class Linearizer {
       emit_reduce_group(n);
       return memo_.at(n.get());
     }
-    if (n->op == Op::RANGE) throw Error("kiln.linearize: reduce range used outside its reduce: " + n->str());
+    if (n->op == Op::RANGE) throw Error("kiln.linearize: range used outside its loop: " + n->str());
     std::vector<int> src;
     for (auto& s : n->src) src.push_back(emit(s));
     r = add({n->op, n->dtype, src, n->arg, n->fval});
@@ -90,26 +117,40 @@ class Linearizer {
       if (n->op == Op::REDUCE && !memo_.count(n.get()) &&
           std::vector<NodeRef>(n->src.begin() + 1, n->src.end()) == ranges)
         group.push_back(n);
+    // with lanes, the reduces that move with them keep one accumulator per lane
+    bool lanes = lane_ && std::any_of(group.begin(), group.end(), [&](const NodeRef& red) {
+                   return deps_[red.get()].count(lane_->arg[0]);
+                 });
+    std::set<int64_t> outside = rids;
+    if (lanes) outside.insert(lane_->arg[0]);
     // hoist: values inside the reduce that do not depend on its ranges are computed before the loop
-    for (auto& red : group) hoist(red->src[0], rids);
+    for (auto& red : group) hoist(red->src[0], outside);
     std::vector<int> accs;
     for (auto& red : group) {
       int ident = add(identity(static_cast<Op>(red->arg[0]), red->dtype));
-      accs.push_back(add({Op::DEFINE_ACC, red->dtype, {ident}, {red->arg[0]}}));
+      std::vector<int64_t> arg{red->arg[0]};
+      if (lanes) arg.insert(arg.end(), {lane_->arg[1], lane_->arg[0]});  // {op, lanes, lane range id}
+      accs.push_back(add({Op::DEFINE_ACC, red->dtype, {ident}, arg}));
     }
     double outer_trips = trips_;
     scopes_.emplace_back();
     for (auto& r : ranges) {
-      bool innermost = r == ranges.back();
+      bool innermost = r == ranges.back() && !lanes;
       int64_t contiguous = innermost && unit_stride_loads(group, r) ? 1 : 0;
       memo_[r.get()] = add({Op::RANGE, DType::I64, {}, {r->arg[0], r->arg[1], 1, 0, contiguous}});
       scopes_.back().push_back(r.get());
       trips_ *= static_cast<double>(r->arg[1]);
     }
+    if (lanes) {  // what only the reduce ranges move is loaded once for all lanes
+      std::set<int64_t> lane_id{lane_->arg[0]};
+      for (auto& red : group) hoist(red->src[0], lane_id);
+      open_lanes();
+    }
     for (size_t i = 0; i < group.size(); i++) {
       int v = emit(group[i]->src[0]);
       add({static_cast<Op>(group[i]->arg[0]), group[i]->dtype, {accs[i], v}, {1}});
     }
+    if (lanes) close_lanes();
     for (size_t i = 0; i < ranges.size(); i++) add({Op::ENDRANGE, DType::I64, {}, {}});
     for (auto* n : scopes_.back()) memo_.erase(n);
     scopes_.pop_back();
@@ -126,15 +167,7 @@ class Linearizer {
   static bool unit_stride_loads(const std::vector<NodeRef>& group, const NodeRef& r) {
     std::vector<NodeRef> roots;
     for (auto& red : group) roots.push_back(red->src[0]);
-    for (auto& n : ir::toposort(roots)) {
-      if (n->op != Op::LOAD) continue;
-      const NodeRef& idx = n->src[1];
-      NodeRef next = ir::substitute(idx, {{r.get(), r + 1}});
-      if (next == idx) continue;  // does not move with r
-      NodeRef step = ir::simplify(next + idx * -1);
-      if (!step->is_const() || step->ival() != 1) return false;
-    }
-    return true;
+    return unit_stride(roots, r, Op::LOAD);
   }
 
   void hoist(const NodeRef& n, const std::set<int64_t>& rids) {
@@ -166,6 +199,7 @@ class Linearizer {
   std::vector<std::vector<const Node*>> scopes_;
   Program p_;
   double trips_ = 1;
+  NodeRef lane_;  // the upcast range, if the kernel has one
 };
 
 }  // namespace

@@ -17,10 +17,10 @@ using ir::Op;
 
 namespace {
 
-std::vector<NodeRef> ranges_of(const NodeRef& ast, bool reduce) {
+std::vector<NodeRef> ranges_of(const NodeRef& ast, int64_t kind) {
   std::vector<NodeRef> r;
   for (auto& n : ir::toposort({ast}))
-    if (n->op == Op::RANGE && (n->arg[2] != 0) == reduce) r.push_back(n);
+    if (n->op == Op::RANGE && n->arg[2] == kind) r.push_back(n);
   std::sort(r.begin(), r.end(), [](auto& a, auto& b) { return a->arg[0] < b->arg[0]; });
   return r;
 }
@@ -43,7 +43,7 @@ NodeRef collapse_loops(const NodeRef& ast, std::vector<std::string>& log) {
   NodeRef cur = ast;
   for (bool merged = true; merged;) {
     merged = false;
-    auto g = ranges_of(cur, false);
+    auto g = ranges_of(cur, ir::kGlobalRange);
     int64_t cost = index_cost(cur);
     for (size_t i = 0; i + 1 < g.size() && !merged; i++) {
       int64_t a = g[i]->arg[1], b = g[i + 1]->arg[1];
@@ -92,13 +92,52 @@ NodeRef merge_reduces(const NodeRef& ast, std::vector<std::string>& log) {
 NodeRef renumber_ranges(const NodeRef& ast) {
   std::unordered_map<const Node*, NodeRef> subs;
   int64_t id = 0;
-  for (bool reduce : {false, true})
-    for (auto& r : ranges_of(ast, reduce)) subs[r.get()] = ir::range(1000000 + id++, r->arg[1], reduce);
+  auto kind = [](const NodeRef& r) { return static_cast<ir::RangeKind>(r->arg[2]); };
+  for (int64_t k : {ir::kGlobalRange, ir::kReduceRange, ir::kUpcastRange})
+    for (auto& r : ranges_of(ast, k)) subs[r.get()] = ir::range_of_kind(1000000 + id++, r->arg[1], kind(r));
   NodeRef tmp = ir::substitute(ast, subs);
   subs.clear();
-  for (bool reduce : {false, true})
-    for (auto& r : ranges_of(tmp, reduce)) subs[r.get()] = ir::range(r->arg[0] - 1000000, r->arg[1], reduce);
+  for (int64_t k : {ir::kGlobalRange, ir::kReduceRange, ir::kUpcastRange})
+    for (auto& r : ranges_of(tmp, k))
+      subs[r.get()] = ir::range_of_kind(r->arg[0] - 1000000, r->arg[1], kind(r));
   return ir::substitute(tmp, subs);
+}
+
+// Whether every LOAD under `roots` whose index moves with range r moves by exactly one element.
+bool unit_stride(const std::vector<NodeRef>& roots, const NodeRef& r, Op op) {
+  for (auto& n : ir::toposort(roots)) {
+    if (n->op != op) continue;
+    const NodeRef& idx = n->src[1];
+    NodeRef next = ir::substitute(idx, {{r.get(), r + 1}});
+    if (next == idx) continue;  // does not move with r
+    NodeRef step = ir::simplify(next + idx * -1);
+    if (!step->is_const() || step->ival() != 1) return false;
+  }
+  return true;
+}
+
+NodeRef upcast_reduce_output(const NodeRef& ast, std::vector<std::string>& log) {
+  std::vector<NodeRef> reduces;
+  for (auto& n : ir::toposort({ast}))
+    if (n->op == Op::REDUCE) reduces.push_back(n);
+  auto g = ranges_of(ast, ir::kGlobalRange);
+  if (reduces.empty() || g.empty() || !ranges_of(ast, ir::kUpcastRange).empty()) return ast;
+  const NodeRef& last = g.back();
+  int64_t n = last->arg[1], k = n % 8 == 0 ? 8 : n % 4 == 0 ? 4 : 0;
+  if (k == 0 || n == k) return ast;
+  // worth it when the lanes read consecutive elements inside the reduce and store consecutively
+  if (!unit_stride(reduces, last, Op::LOAD) || !unit_stride({ast}, last, Op::STORE)) return ast;
+  bool moves = false;
+  for (auto& red : reduces)
+    for (auto& x : ir::toposort({red->src[0]})) moves |= x == last;
+  if (!moves) return ast;
+  int64_t uid = 1000;
+  for (auto& x : ir::toposort({ast}))
+    if (x->op == Op::RANGE) uid = std::max(uid, x->arg[0] + 1);
+  NodeRef outer = ir::range_of_kind(last->arg[0], n / k, ir::kGlobalRange);
+  NodeRef lane = ir::range_of_kind(uid, k, ir::kUpcastRange);
+  log.push_back("UPCAST " + std::to_string(k));
+  return ir::simplify(ir::substitute(ast, {{last.get(), outer * k + lane}}));
 }
 
 }  // namespace kiln::codegen

@@ -13,7 +13,13 @@ ir::NodeRef collapse_loops(const ir::NodeRef& ast, std::vector<std::string>& log
 // Makes independent reduces over loops of the same sizes share one set of reduce ranges, so they
 // run in one loop (x.sum(1) + x.max(1) reads x once).
 ir::NodeRef merge_reduces(const ir::NodeRef& ast, std::vector<std::string>& log);
-// Renumbers RANGE ids: output loops 0..n-1 in order, then reduce loops.
+// Register tiling for reduces: the innermost output loop is split into (n/k, k) and the k lanes
+// become an upcast loop inside the reduce loops, each lane with its own accumulator, so the
+// reduce's loads are shared and the lanes vectorize (matmul, convolution).
+ir::NodeRef upcast_reduce_output(const ir::NodeRef& ast, std::vector<std::string>& log);
+// Whether every op-node (LOAD or STORE) under roots whose index moves with range r moves by one.
+bool unit_stride(const std::vector<ir::NodeRef>& roots, const ir::NodeRef& r, ir::Op op);
+// Renumbers RANGE ids: output loops 0..n-1 in order, then reduce loops, then upcast loops.
 ir::NodeRef renumber_ranges(const ir::NodeRef& ast);
 
 }  // namespace kiln::codegen

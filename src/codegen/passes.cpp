@@ -18,7 +18,7 @@ using ir::Op;
 std::string kernel_name(const NodeRef& ast) {
   std::vector<std::pair<int64_t, NodeRef>> g, r;
   for (auto& n : ir::toposort({ast}))
-    if (n->op == Op::RANGE) (n->arg[2] ? r : g).push_back({n->arg[0], n});
+    if (n->op == Op::RANGE) (n->arg[2] == ir::kReduceRange ? r : g).push_back({n->arg[0], n});
   std::sort(g.begin(), g.end());
   std::sort(r.begin(), r.end());
   std::string name = r.empty() ? "E" : "r";
@@ -34,6 +34,7 @@ Lowered lower(const NodeRef& ast) {
   if (!settings().noopt) {
     s = collapse_loops(s, out.opts);
     s = merge_reduces(s, out.opts);
+    s = upcast_reduce_output(s, out.opts);
   }
   s = renumber_ranges(s);
   out.program = linearize(s);

@@ -14,10 +14,10 @@ struct Inst {
   ir::Op op;
   DType dtype;
   std::vector<int> src;      // indices of earlier instructions
-  std::vector<int64_t> arg;  // DEFINE_GLOBAL {index}; CONST {int value}; RANGE {id, size, reduce, outer, contiguous
-                              // reduce: its loads step by one element, so it may vectorize};
-                             // DEFINE_ACC {reduce op}; ALU {1} = accumulate into src[0] (a DEFINE_ACC)
-  double fval = 0;           // CONST float value
+  std::vector<int64_t> arg;  // DEFINE_GLOBAL {index}; CONST {int value}; RANGE {id, size, reduce, outer,
+                             // contiguous reduce: its loads step by one element, so it may vectorize};
+  // DEFINE_ACC {reduce op}; ALU {1} = accumulate into src[0] (a DEFINE_ACC)
+  double fval = 0;  // CONST float value
 };
 
 struct Program {

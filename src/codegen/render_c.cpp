@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "ir/node.h"
 #include "kiln/error.h"
 
 namespace kiln::codegen {
@@ -284,10 +285,14 @@ class Renderer {
       case Op::DEFINE_GLOBAL: names_[i] = "data" + std::to_string(in.arg[0]); return;
       case Op::CONST: names_[i] = literal(in); return;
       case Op::RANGE: {
-        std::string n = (in.arg[2] ? "ridx" : "gidx") + std::to_string(in.arg[0]);
+        const char* prefix = in.arg[2] == ir::kUpcastRange   ? "uidx"
+                             : in.arg[2] == ir::kReduceRange ? "ridx"
+                                                             : "gidx";
+        std::string n = prefix + std::to_string(in.arg[0]);
         names_[i] = n;
         std::string lo = in.arg[3] ? "start" : "0", hi = in.arg[3] ? "end" : std::to_string(in.arg[1]);
-        if (in.arg[2] && in.arg.size() > 4 && in.arg[4]) {
+        if (in.arg[2] == ir::kUpcastRange) out("#pragma omp simd");  // independent lanes
+        if (in.arg[2] == ir::kReduceRange && in.arg.size() > 4 && in.arg[4]) {
           std::string red = simd_reduction(i);
           if (!red.empty()) out("#pragma omp simd" + red);
         }
@@ -300,7 +305,16 @@ class Renderer {
         out("}");
         return;
       case Op::LOAD: def(i, "val", load_expr(in)); return;
-      case Op::DEFINE_ACC: def(i, "acc", v(in.src[0])); return;
+      case Op::DEFINE_ACC:
+        if (in.arg.size() >= 3) {  // one accumulator per upcast lane: acc5[uidx3]
+          std::string a = "acc" + std::to_string(i), lanes = std::to_string(in.arg[1]);
+          out(std::string(value_type(in.dtype)) + " " + a + "[" + lanes + "];");
+          out("for (int l = 0; l < " + lanes + "; l++) " + a + "[l] = " + v(in.src[0]) + ";");
+          names_[i] = a + "[uidx" + std::to_string(in.arg[2]) + "]";
+          return;
+        }
+        def(i, "acc", v(in.src[0]));
+        return;
       case Op::STORE: {
         DType t = p_.globals[static_cast<size_t>(p_.insts[in.src[0]].arg[0])];
         std::string val = v(in.src[2]);

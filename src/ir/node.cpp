@@ -147,7 +147,10 @@ double const_value(const NodeRef& n) { return is_float(n->dtype) ? n->fval : sta
 bool is_const_value(const NodeRef& n, double v) { return n->op == Op::CONST && const_value(n) == v; }
 
 NodeRef range(int64_t id, int64_t size, bool reduce) {
-  return make(Op::RANGE, DType::I64, {}, {}, {id, size, reduce ? 1 : 0});
+  return range_of_kind(id, size, reduce ? kReduceRange : kGlobalRange);
+}
+NodeRef range_of_kind(int64_t id, int64_t size, RangeKind kind) {
+  return make(Op::RANGE, DType::I64, {}, {}, {id, size, kind});
 }
 
 NodeRef alu(Op op, NodeRef a, NodeRef b) {

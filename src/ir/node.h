@@ -52,8 +52,12 @@ double const_value(const NodeRef& n);               // CONST value as double
 bool is_const_value(const NodeRef& n, double v);
 
 // Kernel-level index expressions (I64 scalars).
-NodeRef range(int64_t id, int64_t size, bool reduce);  // RANGE arg: {id, size, reduce}
-NodeRef alu(Op op, NodeRef a, NodeRef b);              // result dtype: bool for comparisons, else a's
+// RANGE arg: {id, size, kind}: an output loop, a reduce loop, or an upcast loop (a short innermost
+// loop over lanes that each keep their own accumulator; see codegen/opt.h)
+enum RangeKind : int64_t { kGlobalRange = 0, kReduceRange = 1, kUpcastRange = 2 };
+NodeRef range(int64_t id, int64_t size, bool reduce);
+NodeRef range_of_kind(int64_t id, int64_t size, RangeKind kind);
+NodeRef alu(Op op, NodeRef a, NodeRef b);  // result dtype: bool for comparisons, else a's
 NodeRef operator+(NodeRef a, NodeRef b);
 NodeRef operator*(NodeRef a, NodeRef b);
 NodeRef operator+(NodeRef a, int64_t b);
