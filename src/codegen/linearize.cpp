@@ -40,8 +40,9 @@ class Linearizer {
       }
       if (n->op == Op::STORE) p_.written[static_cast<size_t>(n->src[0]->arg[0])] = true;
       if (n->op == Op::RANGE && n->arg[2] == ir::kGlobalRange) globals.push_back(n);
-      if (n->op == Op::RANGE && n->arg[2] == ir::kUpcastRange) lane_ = n;
+      if (n->op == Op::RANGE && n->arg[2] == ir::kUpcastRange) lanes_.push_back(n);
     }
+    std::sort(lanes_.begin(), lanes_.end(), [](auto& a, auto& b) { return a->arg[0] < b->arg[0]; });
     std::sort(globals.begin(), globals.end(), [](auto& a, auto& b) { return a->arg[0] < b->arg[0]; });
     for (auto& n : order_)
       if (n->op == Op::DEFINE_GLOBAL) emit(n);
@@ -53,13 +54,11 @@ class Linearizer {
       trips *= static_cast<double>(g->arg[1]);
     }
     trips_ = trips;
-    if (lane_) {
+    if (!lanes_.empty()) {
       // reduces first, each with its lanes inside its loops; then the stores, over the lanes
       for (auto& n : order_)
         if (n->op == Op::REDUCE) emit(n);
-      std::set<int64_t> lane_id{lane_->arg[0]};
-      for (auto& st : ast->src) hoist(st, lane_id);
-      open_lanes();
+      open_lanes(ast->src);
       for (auto& st : ast->src) emit(st);
       close_lanes();
     } else {
@@ -76,18 +75,26 @@ class Linearizer {
     return static_cast<int>(p_.insts.size()) - 1;
   }
 
-  void open_lanes() {
+  // Opens the lane loops (outer lane first); before each, computes what the inner lanes do not move.
+  void open_lanes(const std::vector<NodeRef>& roots) {
     scopes_.emplace_back();
-    memo_[lane_.get()] =
-        add({Op::RANGE, DType::I64, {}, {lane_->arg[0], lane_->arg[1], ir::kUpcastRange, 0, 0}});
-    scopes_.back().push_back(lane_.get());
-    trips_ *= static_cast<double>(lane_->arg[1]);
+    for (size_t i = 0; i < lanes_.size(); i++) {
+      std::set<int64_t> inner;
+      for (size_t j = i; j < lanes_.size(); j++) inner.insert(lanes_[j]->arg[0]);
+      for (auto& r : roots) hoist(r, inner);
+      const NodeRef& l = lanes_[i];
+      memo_[l.get()] = add({Op::RANGE, DType::I64, {}, {l->arg[0], l->arg[1], ir::kUpcastRange, 0, 0}});
+      scopes_.back().push_back(l.get());
+      trips_ *= static_cast<double>(l->arg[1]);
+    }
   }
   void close_lanes() {
-    add({Op::ENDRANGE, DType::I64, {}, {}});
+    for (auto& l : lanes_) {
+      add({Op::ENDRANGE, DType::I64, {}, {}});
+      trips_ /= static_cast<double>(l->arg[1]);
+    }
     for (auto* n : scopes_.back()) memo_.erase(n);
     scopes_.pop_back();
-    trips_ /= static_cast<double>(lane_->arg[1]);
   }
 
   int emit(const NodeRef& n) {
@@ -118,18 +125,25 @@ class Linearizer {
           std::vector<NodeRef>(n->src.begin() + 1, n->src.end()) == ranges)
         group.push_back(n);
     // with lanes, the reduces that move with them keep one accumulator per lane
-    bool lanes = lane_ && std::any_of(group.begin(), group.end(), [&](const NodeRef& red) {
-                   return deps_[red.get()].count(lane_->arg[0]);
-                 });
+    bool lanes = std::any_of(group.begin(), group.end(), [&](const NodeRef& red) {
+      return std::any_of(lanes_.begin(), lanes_.end(),
+                         [&](auto& l) { return deps_[red.get()].count(l->arg[0]) > 0; });
+    });
     std::set<int64_t> outside = rids;
-    if (lanes) outside.insert(lane_->arg[0]);
+    if (lanes)
+      for (auto& l : lanes_) outside.insert(l->arg[0]);
     // hoist: values inside the reduce that do not depend on its ranges are computed before the loop
     for (auto& red : group) hoist(red->src[0], outside);
     std::vector<int> accs;
     for (auto& red : group) {
       int ident = add(identity(static_cast<Op>(red->arg[0]), red->dtype));
       std::vector<int64_t> arg{red->arg[0]};
-      if (lanes) arg.insert(arg.end(), {lane_->arg[1], lane_->arg[0]});  // {op, lanes, lane range id}
+      if (lanes) {  // {op, lane count, (lane range id, lane size)...}
+        int64_t total = 1;
+        for (auto& l : lanes_) total *= l->arg[1];
+        arg.push_back(total);
+        for (auto& l : lanes_) arg.insert(arg.end(), {l->arg[0], l->arg[1]});
+      }
       accs.push_back(add({Op::DEFINE_ACC, red->dtype, {ident}, arg}));
     }
     double outer_trips = trips_;
@@ -142,9 +156,9 @@ class Linearizer {
       trips_ *= static_cast<double>(r->arg[1]);
     }
     if (lanes) {  // what only the reduce ranges move is loaded once for all lanes
-      std::set<int64_t> lane_id{lane_->arg[0]};
-      for (auto& red : group) hoist(red->src[0], lane_id);
-      open_lanes();
+      std::vector<NodeRef> srcs;
+      for (auto& red : group) srcs.push_back(red->src[0]);
+      open_lanes(srcs);
     }
     for (size_t i = 0; i < group.size(); i++) {
       int v = emit(group[i]->src[0]);
@@ -199,7 +213,7 @@ class Linearizer {
   std::vector<std::vector<const Node*>> scopes_;
   Program p_;
   double trips_ = 1;
-  NodeRef lane_;  // the upcast range, if the kernel has one
+  std::vector<NodeRef> lanes_;  // the upcast ranges, outer first
 };
 
 }  // namespace

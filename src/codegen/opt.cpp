@@ -135,9 +135,25 @@ NodeRef upcast_reduce_output(const NodeRef& ast, std::vector<std::string>& log) 
   for (auto& x : ir::toposort({ast}))
     if (x->op == Op::RANGE) uid = std::max(uid, x->arg[0] + 1);
   NodeRef outer = ir::range_of_kind(last->arg[0], n / k, ir::kGlobalRange);
-  NodeRef lane = ir::range_of_kind(uid, k, ir::kUpcastRange);
+  NodeRef lane = ir::range_of_kind(uid + 1, k, ir::kUpcastRange);
   log.push_back("UPCAST " + std::to_string(k));
-  return ir::simplify(ir::substitute(ast, {{last.get(), outer * k + lane}}));
+  std::unordered_map<const Node*, NodeRef> subs{{last.get(), outer * k + lane}};
+  // a second lane over the next output loop (rows of a matmul or convolution) when the reduce moves
+  // with it: a (k2 x k) tile, whose lanes share each other's loads
+  if (g.size() >= 2) {
+    const NodeRef& prev = g[g.size() - 2];
+    int64_t m = prev->arg[1], k2 = m % 4 == 0 ? 4 : 0;
+    bool moves2 = false;
+    for (auto& red : reduces)
+      for (auto& x : ir::toposort({red->src[0]})) moves2 |= x == prev;
+    if (k2 && m > k2 && moves2) {
+      NodeRef outer2 = ir::range_of_kind(prev->arg[0], m / k2, ir::kGlobalRange);
+      NodeRef lane2 = ir::range_of_kind(uid, k2, ir::kUpcastRange);
+      subs[prev.get()] = outer2 * k2 + lane2;
+      log.push_back("UPCAST " + std::to_string(k2));
+    }
+  }
+  return ir::simplify(ir::substitute(ast, subs));
 }
 
 }  // namespace kiln::codegen

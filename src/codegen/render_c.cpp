@@ -279,6 +279,15 @@ class Renderer {
     return clause;
   }
 
+  // Whether another RANGE opens inside the loop that range i opens.
+  bool inner_range(int i) const {
+    for (size_t j = static_cast<size_t>(i) + 1; j < p_.insts.size(); j++) {
+      if (p_.insts[j].op == Op::RANGE) return true;
+      if (p_.insts[j].op == Op::ENDRANGE) return false;
+    }
+    return false;
+  }
+
   void line(int i) {
     const Inst& in = p_.insts[i];
     switch (in.op) {
@@ -291,7 +300,9 @@ class Renderer {
         std::string n = prefix + std::to_string(in.arg[0]);
         names_[i] = n;
         std::string lo = in.arg[3] ? "start" : "0", hi = in.arg[3] ? "end" : std::to_string(in.arg[1]);
-        if (in.arg[2] == ir::kUpcastRange) out("#pragma omp simd");  // independent lanes
+        if (in.arg[2] == ir::kUpcastRange)  // independent lanes: vectorize the innermost, unroll outer ones
+          out(i + 1 < static_cast<int>(p_.insts.size()) && inner_range(i) ? "#pragma GCC unroll 8"
+                                                                          : "#pragma omp simd");
         if (in.arg[2] == ir::kReduceRange && in.arg.size() > 4 && in.arg[4]) {
           std::string red = simd_reduction(i);
           if (!red.empty()) out("#pragma omp simd" + red);
@@ -306,11 +317,15 @@ class Renderer {
         return;
       case Op::LOAD: def(i, "val", load_expr(in)); return;
       case Op::DEFINE_ACC:
-        if (in.arg.size() >= 3) {  // one accumulator per upcast lane: acc5[uidx3]
-          std::string a = "acc" + std::to_string(i), lanes = std::to_string(in.arg[1]);
+        if (in.arg.size() >= 4) {  // one accumulator per upcast lane: acc5[uidx3*8+uidx4]
+          std::string a = "acc" + std::to_string(i), lanes = std::to_string(in.arg[1]), index;
+          for (size_t k = 2; k + 1 < in.arg.size(); k += 2) {
+            std::string u = "uidx" + std::to_string(in.arg[k]);
+            index = index.empty() ? u : "(" + index + ")*" + std::to_string(in.arg[k + 1]) + "+" + u;
+          }
           out(std::string(value_type(in.dtype)) + " " + a + "[" + lanes + "];");
           out("for (int l = 0; l < " + lanes + "; l++) " + a + "[l] = " + v(in.src[0]) + ";");
-          names_[i] = a + "[uidx" + std::to_string(in.arg[2]) + "]";
+          names_[i] = a + "[" + index + "]";
           return;
         }
         def(i, "acc", v(in.src[0]));
