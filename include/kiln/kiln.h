@@ -1,8 +1,10 @@
 // kiln: the umbrella header.
 #pragma once
+#include "kiln/data.h"
 #include "kiln/debug.h"
 #include "kiln/device.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
 #include "kiln/functional.h"
+#include "kiln/optim.h"
 #include "kiln/tensor.h"

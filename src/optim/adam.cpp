@@ -1,0 +1,85 @@
+// optim::Adam and optim::AdamW: torch.optim.Adam (L2 weight decay) and AdamW (decoupled), amsgrad.
+#include <cmath>
+
+#include "kiln/optim.h"
+
+namespace kiln::optim {
+
+namespace {
+template <class O>
+std::vector<ParamGroup<AdamOptions>> as_adam(std::vector<ParamGroup<O>> groups) {
+  std::vector<ParamGroup<AdamOptions>> out;
+  for (auto& g : groups) {
+    const O& o = g.options;
+    out.push_back({std::move(g.params), AdamOptions{.lr = o.lr,
+                                                    .betas = o.betas,
+                                                    .eps = o.eps,
+                                                    .weight_decay = o.weight_decay,
+                                                    .amsgrad = o.amsgrad,
+                                                    .maximize = o.maximize}});
+  }
+  return out;
+}
+}  // namespace
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions o)
+    : Adam("Adam", std::vector<ParamGroup<AdamOptions>>{{std::move(params), o}}, false) {}
+Adam::Adam(std::vector<ParamGroup<AdamOptions>> groups) : Adam("Adam", std::move(groups), false) {}
+
+Adam::Adam(std::string name, std::vector<ParamGroup<AdamOptions>> groups, bool decoupled)
+    : Optimizer(std::move(name),
+                [&] {
+                  std::vector<Group> gs;
+                  for (auto& g : groups) gs.push_back({g.params, g.options.lr});
+                  return gs;
+                }()),
+      decoupled_(decoupled) {
+  for (auto& g : groups) {
+    const AdamOptions& o = g.options;
+    check(o.eps >= 0, "epsilon value", o.eps);
+    check(o.betas[0] >= 0 && o.betas[0] < 1, "beta parameter at index 0", o.betas[0]);
+    check(o.betas[1] >= 0 && o.betas[1] < 1, "beta parameter at index 1", o.betas[1]);
+    check(o.weight_decay >= 0, "weight_decay value", o.weight_decay);
+    opts_.push_back(o);
+  }
+}
+
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o)
+    : Adam("AdamW", as_adam(std::vector<ParamGroup<AdamWOptions>>{{std::move(params), o}}), true) {}
+AdamW::AdamW(std::vector<ParamGroup<AdamWOptions>> groups)
+    : Adam("AdamW", as_adam(std::move(groups)), true) {}
+
+std::vector<std::string> Adam::state_names(size_t g) const {
+  if (opts_[g].amsgrad) return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+  return {"exp_avg", "exp_avg_sq"};
+}
+
+void Adam::update(size_t g, const Tensor& p, const Tensor& grad, ParamState& s, Update& u) {
+  const AdamOptions& o = opts_[g];
+  const double lr = groups_[g].lr, b1 = o.betas[0], b2 = o.betas[1];
+  const DType t = p.dtype();
+  Tensor d = o.maximize ? -grad : grad;
+  Tensor base = p;
+  if (decoupled_) {
+    if (o.weight_decay != 0) base = p * u.scalar(1 - lr * o.weight_decay, t);
+  } else if (o.weight_decay != 0) {
+    d = d + p * o.weight_decay;
+  }
+  bool first = !s.tensors.count("exp_avg");
+  Tensor m = first ? d * (1 - b1) : s.tensors["exp_avg"] * b1 + d * (1 - b1);
+  Tensor v = first ? d * d * (1 - b2) : s.tensors["exp_avg_sq"] * b2 + d * d * (1 - b2);
+  u.set(s, "exp_avg", m);
+  u.set(s, "exp_avg_sq", v);
+  double step = static_cast<double>(s.step);
+  double bc1 = 1 - std::pow(b1, step), bc2 = 1 - std::pow(b2, step);
+  double step_size = lr / bc1, bc2_sqrt = std::sqrt(bc2);
+  Tensor vhat = v;
+  if (o.amsgrad) {
+    vhat = first ? v : maximum(s.tensors["max_exp_avg_sq"], v);
+    u.set(s, "max_exp_avg_sq", vhat);
+  }
+  Tensor denom = vhat.sqrt() / u.scalar(bc2_sqrt, t) + o.eps;
+  u.set(p, base - u.scalar(step_size, t) * (m / denom));
+}
+
+}  // namespace kiln::optim

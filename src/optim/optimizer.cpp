@@ -1,0 +1,183 @@
+// optim::Optimizer: parameter groups, per-parameter state, the one-realize step, state_dict.
+#include <cmath>
+#include <sstream>
+
+#include "kiln/optim.h"
+
+namespace kiln::optim {
+
+namespace {
+std::string num(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+Tensor i64_scalar(int64_t v) { return from_buffer(&v, {}, DType::I64); }
+Tensor snapshot(const Tensor& t) { return Tensor(t.node()); }  // a new handle: later assign_ do not reach it
+}  // namespace
+
+Optimizer::Optimizer(std::string name, std::vector<Group> groups)
+    : groups_(std::move(groups)), name_(std::move(name)) {
+  size_t n = 0;
+  for (size_t g = 0; g < groups_.size(); g++) {
+    for (auto& p : groups_[g].params) {
+      if (!p.defined())
+        throw Error("kiln: optim::" + name_ + ": group " + std::to_string(g) + " has an undefined parameter");
+      if (!is_float(p.dtype()))
+        throw Error("kiln: optim::" + name_ + ": parameters must be floating point, got " +
+                    to_string(p.dtype()));
+    }
+    check(groups_[g].lr >= 0, "learning rate", groups_[g].lr);
+    n += groups_[g].params.size();
+  }
+  state_.resize(n);
+}
+
+void Optimizer::check(bool ok, const std::string& what, double value) const {
+  if (!ok) throw Error("kiln: optim::" + name_ + ": invalid " + what + ": " + num(value));
+}
+
+Tensor Optimizer::Update::scalar(double v, DType t) {
+  auto it = scalars.find({v, t});
+  if (it != scalars.end()) return it->second;
+  if (t == DType::F32) {
+    float f = static_cast<float>(v);
+    return scalars[{v, t}] = from_buffer(&f, {}, DType::F32);
+  }
+  Tensor d = from_buffer(&v, {}, DType::F64);
+  return scalars[{v, t}] = t == DType::F64 ? d : d.to(t);
+}
+
+void Optimizer::Update::set(ParamState& s, const std::string& name, const Tensor& value) {
+  auto it = s.tensors.find(name);
+  Tensor target = it != s.tensors.end() ? it->second : (s.tensors[name] = Tensor(value.node()));
+  assigns.emplace_back(target, value);
+}
+
+void Optimizer::step() {
+  NoGradGuard no_grad;
+  Update u;
+  std::vector<Tensor> grads;
+  size_t i = 0;
+  for (size_t g = 0; g < groups_.size(); g++) {
+    for (auto& p : groups_[g].params) {
+      ParamState& s = state_[i++];
+      Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      s.step++;
+      update(g, p, grad, s, u);
+      grads.push_back(grad);
+    }
+  }
+  steps_++;
+  if (u.assigns.empty()) return;
+  std::vector<Tensor> outs;
+  for (auto& [target, value] : u.assigns) {
+    target.assign_(value);
+    outs.push_back(target);
+  }
+  // the gradients are computed by this schedule anyway; storing them keeps grad() cheap to read
+  for (auto& g : grads) outs.push_back(g);
+  realize(outs);
+}
+
+void Optimizer::zero_grad() {
+  for (auto& g : groups_)
+    for (auto& p : g.params) p.zero_grad();
+}
+
+const std::vector<Tensor>& Optimizer::params(size_t group) const { return groups_.at(group).params; }
+
+std::vector<Tensor> Optimizer::all_params() const {
+  std::vector<Tensor> all;
+  for (auto& g : groups_) all.insert(all.end(), g.params.begin(), g.params.end());
+  return all;
+}
+
+double Optimizer::lr(size_t group) const { return groups_.at(group).lr; }
+void Optimizer::set_lr(double lr) {
+  for (size_t g = 0; g < groups_.size(); g++) set_lr(g, lr);
+}
+void Optimizer::set_lr(size_t group, double lr) {
+  check(lr >= 0, "learning rate", lr);
+  groups_.at(group).lr = lr;
+}
+int64_t Optimizer::step_count(size_t param_index) const { return state_.at(param_index).step; }
+
+std::map<std::string, Tensor> Optimizer::state_dict() const {
+  std::map<std::string, Tensor> sd;
+  std::vector<Tensor> pending;
+  for (auto& s : state_)
+    for (auto& [name, t] : s.tensors) pending.push_back(t);
+  realize(pending);
+  for (size_t i = 0; i < state_.size(); i++) {
+    std::string key = "state." + std::to_string(i) + ".";
+    sd[key + "step"] = i64_scalar(state_[i].step);
+    for (auto& [name, t] : state_[i].tensors) sd[key + name] = snapshot(t);
+  }
+  for (size_t g = 0; g < groups_.size(); g++) {
+    double lr = groups_[g].lr;
+    sd["group." + std::to_string(g) + ".lr"] = from_buffer(&lr, {}, DType::F64);
+  }
+  sd["step"] = i64_scalar(steps_);
+  return sd;
+}
+
+void Optimizer::load_state_dict(const std::map<std::string, Tensor>& sd) {
+  auto get = [&](const std::string& key) -> const Tensor& {
+    auto it = sd.find(key);
+    if (it == sd.end())
+      throw Error("kiln: optim::" + name_ + ": load_state_dict: missing key \"" + key + "\"");
+    return it->second;
+  };
+  auto scalar_value = [&](const std::string& key) {
+    const Tensor& t = get(key);
+    if (t.numel() != 1)
+      throw Error("kiln: optim::" + name_ + ": load_state_dict: \"" + key +
+                  "\" must have one element, got shape " + shape_str(t.shape()));
+    return t.item<double>();
+  };
+  // validate everything before changing anything
+  std::vector<ParamState> state(state_.size());
+  std::vector<double> lrs(groups_.size());
+  size_t i = 0;
+  for (size_t g = 0; g < groups_.size(); g++) {
+    lrs[g] = scalar_value("group." + std::to_string(g) + ".lr");
+    for (auto& p : groups_[g].params) {
+      std::string key = "state." + std::to_string(i) + ".";
+      double step = scalar_value(key + "step");
+      if (step < 0 || step != std::floor(step))
+        throw Error("kiln: optim::" + name_ + ": load_state_dict: \"" + key + "step\" must be a count, got " +
+                    num(step));
+      state[i].step = static_cast<int64_t>(step);
+      if (state[i].step > 0) {
+        for (auto& name : state_names(g)) {
+          const Tensor& t = get(key + name);
+          if (t.shape() != p.shape())
+            throw Error("kiln: optim::" + name_ + ": load_state_dict: \"" + key + name + "\" has shape " +
+                        shape_str(t.shape()) + ", the parameter has shape " + shape_str(p.shape()));
+          state[i].tensors[name] = snapshot(t.to(p.dtype()).contiguous());
+        }
+      }
+      i++;
+    }
+  }
+  if (sd.size() != 0 && !sd.count("step")) get("step");
+  for (auto& [key, t] : sd)
+    if (key.rfind("state.", 0) == 0) {
+      size_t idx = std::stoul(key.substr(6));
+      if (idx >= state_.size())
+        throw Error("kiln: optim::" + name_ + ": load_state_dict: \"" + key + "\" names parameter " +
+                    std::to_string(idx) + ", this optimizer has " + std::to_string(state_.size()));
+    }
+  std::vector<Tensor> pending;
+  for (auto& s : state)
+    for (auto& [name, t] : s.tensors) pending.push_back(t);
+  realize(pending);
+  state_ = std::move(state);
+  for (size_t g = 0; g < groups_.size(); g++) groups_[g].lr = lrs[g];
+  steps_ = static_cast<int64_t>(scalar_value("step"));
+}
+
+}  // namespace kiln::optim
