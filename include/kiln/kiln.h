@@ -6,5 +6,6 @@
 #include "kiln/dtype.h"
 #include "kiln/error.h"
 #include "kiln/functional.h"
+#include "kiln/io.h"
 #include "kiln/optim.h"
 #include "kiln/tensor.h"

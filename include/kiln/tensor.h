@@ -313,6 +313,9 @@ class Generator {
   void manual_seed(uint64_t seed) { seed_ = seed, offset_ = 0; }
   uint64_t seed() const { return seed_; }
   std::pair<uint64_t, uint64_t> take(int64_t n);  // (seed, offset) of a draw of n numbers
+  // The draw counter, and restoring both (e.g. from a checkpoint): the next draw continues there.
+  uint64_t offset() const;
+  void set_state(uint64_t seed, uint64_t offset);
  private:
   uint64_t seed_, offset_ = 0;
 };

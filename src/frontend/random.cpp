@@ -94,6 +94,16 @@ std::pair<uint64_t, uint64_t> Generator::take(int64_t n) {
   return {seed_, off};
 }
 
+uint64_t Generator::offset() const {
+  std::lock_guard lock(take_mutex());
+  return offset_;
+}
+
+void Generator::set_state(uint64_t seed, uint64_t offset) {
+  std::lock_guard lock(take_mutex());
+  seed_ = seed, offset_ = offset;
+}
+
 Generator& default_generator() {
   static Generator g;
   return g;
