@@ -43,3 +43,17 @@ rep("conv2d_fwd_n8c16_32x32_k3_o32", bench(lambda: F.conv2d(img.detach(), k.deta
     flops=flops)
 rep("conv2d_fwdbwd_n8c16_32x32_k3_o32",
     bench(lambda: torch.autograd.grad(F.conv2d(img, k, kb, padding=1), (img, k, kb), dimg)), flops=3 * flops)
+mlp = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                          torch.nn.Linear(512, 10))
+opt = torch.optim.AdamW(mlp.parameters(), lr=1e-3)
+xb, yb = torch.randn(128, 784), torch.randint(0, 10, (128,))
+
+
+def mlp_step():
+    loss = F.cross_entropy(mlp(xb), yb)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+
+rep("C4_mlp_train_step_b128", bench(mlp_step), flops=3 * 2 * 128 * (784 * 512 + 512 * 512 + 512 * 10))
