@@ -24,7 +24,7 @@ build: check-deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
-	$(BUILD)/examples/demo
+	$(BUILD)/examples/demo --out $(BUILD)/demo
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -3,6 +3,7 @@
 // from the output to the leaves that require gradients. Composite ops need no rules of their own,
 // and gradient graphs can be differentiated again (higher-order gradients).
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <numbers>
 #include <unordered_map>
@@ -10,6 +11,7 @@
 
 #include "frontend/graph.h"
 #include "frontend/tensor_impl.h"
+#include "runtime/buffer.h"
 
 namespace kiln {
 
@@ -165,6 +167,18 @@ namespace autograd {
 
 void register_leaf(const std::shared_ptr<Tensor::Impl>& impl) {
   std::lock_guard<std::mutex> l(registry().mu);
+  auto it = registry().leaves.find(impl->node.get());
+  auto other = it == registry().leaves.end() ? nullptr : it->second.lock();
+  if (other && other != impl) {
+    // equal values are one node (hash-consing), but two leaves need their own buffers to get
+    // their own gradients: give this one a copy
+    const Buffer& src = *impl->node->buffer;
+    auto b = std::make_shared<Buffer>(src.dtype, src.numel);
+    if (src.nbytes()) std::memcpy(b->data, src.data, src.nbytes());
+    NodeRef n = ir::make(Op::BUFFER, b->dtype, impl->node->shape, {}, {b->id});
+    n->buffer = b;
+    impl->node = n;
+  }
   registry().leaves[impl->node.get()] = impl;
 }
 

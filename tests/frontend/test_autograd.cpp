@@ -169,3 +169,21 @@ TEST(Autograd, AssignKeepsLeavesAndSharesWithHandles) {
   expect_values(w.grad(), {2, 2, 2}, 1e-12);
   expect_error([&] { w.assign_(tensor(std::vector<double>{1})); }, "assign_");
 }
+
+TEST(Autograd, LeavesWithEqualValuesKeepTheirOwnGradients) {
+  Tensor a = tensor(std::vector<double>{1, 2}), b = tensor(std::vector<double>{3, 4});
+  a.requires_grad_();
+  b.requires_grad_();
+  a.assign_(zeros({2}, {.dtype = DType::F64}));
+  b.assign_(zeros({2}, {.dtype = DType::F64}));
+  realize({a, b});  // equal values: one graph node, but two leaves
+  (a * 2 + b).sum().backward();
+  expect_values(a.grad(), {2, 2}, 1e-12);
+  expect_values(b.grad(), {1, 1}, 1e-12);
+  Tensor c = zeros({3}, {.dtype = DType::F64}), d = zeros({3}, {.dtype = DType::F64});
+  c.requires_grad_();
+  d.requires_grad_();
+  (c * 3 - d).sum().backward();
+  expect_values(c.grad(), {3, 3, 3}, 1e-12);
+  expect_values(d.grad(), {-1, -1, -1}, 1e-12);
+}
