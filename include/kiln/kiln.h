@@ -5,4 +5,5 @@
 #include "kiln/dtype.h"
 #include "kiln/error.h"
 #include "kiln/functional.h"
+#include "kiln/nn.h"
 #include "kiln/tensor.h"
