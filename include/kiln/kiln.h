@@ -7,5 +7,6 @@
 #include "kiln/error.h"
 #include "kiln/functional.h"
 #include "kiln/io.h"
+#include "kiln/nn.h"
 #include "kiln/optim.h"
 #include "kiln/tensor.h"

@@ -1,0 +1,109 @@
+// nn::GPT: GPT-2 forward, loss, initialization, parameter count and sampling.
+#include "kiln/nn/gpt.h"
+
+#include <cmath>
+
+#include "kiln/functional.h"
+#include "kiln/nn/init.h"
+#include "nn/util.h"
+
+namespace kiln::nn {
+
+int64_t GPTConfig::num_parameters() const {
+  int64_t C = n_embd, b = bias ? 1 : 0;
+  int64_t ln = C + b * C;
+  int64_t block =
+      2 * ln + (3 * C * C + b * 3 * C) + (C * C + b * C) + (4 * C * C + b * 4 * C) + (4 * C * C + b * C);
+  return vocab_size * C + block_size * C + n_layer * block + ln;
+}
+
+GPTImpl::GPTImpl(GPTConfig c) : config_(c) {
+  detail::positive("GPT", "vocab_size", c.vocab_size);
+  detail::positive("GPT", "block_size", c.block_size);
+  detail::positive("GPT", "n_layer", c.n_layer);
+  detail::positive("GPT", "n_head", c.n_head);
+  detail::positive("GPT", "n_embd", c.n_embd);
+  if (c.n_embd % c.n_head != 0)
+    module_error("GPT", "n_embd (" + std::to_string(c.n_embd) + ") must be divisible by n_head (" +
+                            std::to_string(c.n_head) + ")");
+  wte = register_module("wte", Embedding(c.vocab_size, c.n_embd));
+  wpe = register_module("wpe", Embedding(c.block_size, c.n_embd));
+  drop = register_module("drop", Dropout(c.dropout));
+  h = register_module("h", ModuleList());
+  for (int64_t i = 0; i < c.n_layer; i++)
+    h->push_back(TransformerBlock(c.n_embd, c.n_head, c.dropout, c.bias));
+  ln_f = register_module("ln_f", LayerNorm(Shape{c.n_embd}, 1e-5, true, c.bias));
+
+  // GPT-2 initialization over the defaults the layers drew
+  double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer));
+  std::vector<Tensor> assigned;
+  auto set = [&](Tensor& p, const Tensor& v) { assigned.push_back(p.assign_(detail::fresh(v))); };
+  auto linear = [&](const Linear& l, double stdev) {
+    set(l->weight, init::normal(l->weight.shape(), 0, stdev));
+    if (l->bias.defined()) set(l->bias, zeros(l->bias.shape()));
+  };
+  set(wte->weight, init::normal(wte->weight.shape(), 0, 0.02));
+  set(wpe->weight, init::normal(wpe->weight.shape(), 0, 0.02));
+  for (size_t i = 0; i < h->size(); i++) {
+    auto blk = h->at<TransformerBlockImpl>(i);
+    linear(blk->attn->in_proj, 0.02);
+    linear(blk->attn->out_proj, residual_std);
+    linear(blk->fc, 0.02);
+    linear(blk->proj, residual_std);
+  }
+  realize(assigned);
+}
+
+Tensor GPTImpl::forward(const Tensor& idx) const {
+  if (idx.dim() != 2 || !is_int(idx.dtype()))
+    module_error("GPT", "expected integer tokens of shape (B, T), got " + to_string(idx.dtype()) +
+                            " of shape " + shape_str(idx.shape()));
+  int64_t T = idx.size(1);
+  if (T > config_.block_size || T == 0)
+    module_error("GPT", "sequence length " + std::to_string(T) + " of input " + shape_str(idx.shape()) +
+                            " must be in [1, block_size = " + std::to_string(config_.block_size) + "]");
+  Tensor x = drop(wte(idx) + wpe(arange(T)));
+  for (size_t i = 0; i < h->size(); i++) x = h->at<TransformerBlockImpl>(i)->forward(x);
+  return ln_f(x).matmul(wte->weight.t());
+}
+
+std::pair<Tensor, Tensor> GPTImpl::forward(const Tensor& idx, const Tensor& targets) const {
+  Tensor logits = forward(idx);
+  if (targets.shape() != idx.shape() || !is_int(targets.dtype()))
+    module_error("GPT", "expected integer targets of the shape of idx " + shape_str(idx.shape()) + ", got " +
+                            to_string(targets.dtype()) + " of shape " + shape_str(targets.shape()));
+  int64_t V = config_.vocab_size;
+  Tensor loss = F::cross_entropy(logits.reshape({-1, V}), targets.reshape({-1}), std::nullopt, -1);
+  return {logits, loss};
+}
+
+Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, double temperature,
+                         std::optional<int64_t> top_k, Generator* gen) const {
+  if (idx0.dim() != 2 || !is_int(idx0.dtype()) || idx0.size(1) == 0)
+    module_error("GPT", "generate: expected integer tokens of shape (B, T) with T >= 1, got " +
+                            to_string(idx0.dtype()) + " of shape " + shape_str(idx0.shape()));
+  if (max_new_tokens < 0)
+    module_error("GPT", "generate: max_new_tokens must be >= 0, got " + std::to_string(max_new_tokens));
+  if (!(temperature > 0))
+    module_error("GPT", "generate: temperature must be > 0, got " + std::to_string(temperature));
+  if (top_k && *top_k <= 0) module_error("GPT", "generate: top_k must be > 0, got " + std::to_string(*top_k));
+  NoGradGuard no_grad;
+  Generator& g = gen ? *gen : default_generator();
+  Tensor idx = idx0.to(DType::I64).contiguous().realize();
+  int64_t V = config_.vocab_size;
+  for (int64_t step = 0; step < max_new_tokens; step++) {
+    int64_t T = idx.size(1);
+    Tensor cond = T <= config_.block_size ? idx : idx.slice(1, T - config_.block_size, T);
+    Tensor logits = forward(cond).index({Slice(), -1, Slice()}) / temperature;  // (B, V)
+    if (top_k) {
+      int64_t k = std::min(*top_k, V);
+      Tensor kth = logits.topk(k, -1).first.slice(1, k - 1, k);
+      logits = logits.masked_fill(logits < kth, -INFINITY);
+    }
+    Tensor next = multinomial(logits.softmax(-1), 1, false, g);
+    idx = cat({idx, next}, 1).contiguous().realize();
+  }
+  return idx;
+}
+
+}  // namespace kiln::nn
