@@ -37,12 +37,18 @@ Args parse(int argc, char** argv) {
       if (i + 1 >= argc) throw Error("demo: " + s + " needs a value");
       return argv[++i];
     };
-    if (s == "--minutes") a.minutes = std::stod(next());
-    else if (s == "--steps") a.steps = std::stoll(next());
-    else if (s == "--text") a.text = next();
-    else if (s == "--out") a.out = next();
-    else if (s == "--quick") a.quick = true, a.steps = 5;
-    else throw Error("demo: unknown argument " + s + " (see the comment at the top of examples/demo.cpp)");
+    if (s == "--minutes")
+      a.minutes = std::stod(next());
+    else if (s == "--steps")
+      a.steps = std::stoll(next());
+    else if (s == "--text")
+      a.text = next();
+    else if (s == "--out")
+      a.out = next();
+    else if (s == "--quick")
+      a.quick = true, a.steps = 5;
+    else
+      throw Error("demo: unknown argument " + s + " (see the comment at the top of examples/demo.cpp)");
   }
   return a;
 }
@@ -116,7 +122,8 @@ TextData read_text(const std::string& path) {
   std::stringstream ss;
   ss << f.rdbuf();
   std::string s = ss.str();
-  if (s.size() < 64) throw Error("demo: " + path + " is too short to train on (" + std::to_string(s.size()) + " bytes)");
+  if (s.size() < 64)
+    throw Error("demo: " + path + " is too short to train on (" + std::to_string(s.size()) + " bytes)");
   TextData d;
   d.vocab = s;
   std::sort(d.vocab.begin(), d.vocab.end());
@@ -138,8 +145,9 @@ Batch text_batch(const TextData& d, int64_t B, int64_t T, std::mt19937& rng) {
 // --- output: a progress line, the loss curve as SVG ---
 void progress(int64_t step, int64_t total, float loss, double tok_s, double elapsed, double left) {
   int w = 24, filled = static_cast<int>(w * static_cast<double>(step) / static_cast<double>(total));
-  std::printf("\r[%s%s] step %5lld  loss %.4f  %7.0f tok/s  %5.0fs  (~%.0fs left) ", std::string(filled, '#').c_str(),
-              std::string(w - filled, '.').c_str(), static_cast<long long>(step), loss, tok_s, elapsed, left);
+  std::printf("\r[%s%s] step %5lld  loss %.4f  %7.0f tok/s  %5.0fs  (~%.0fs left) ",
+              std::string(filled, '#').c_str(), std::string(w - filled, '.').c_str(),
+              static_cast<long long>(step), loss, tok_s, elapsed, left);
   std::fflush(stdout);
 }
 
@@ -149,15 +157,22 @@ void write_svg(const std::string& path, const std::vector<float>& losses) {
   std::ostringstream os;
   os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\">\n"
      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-     << "<text x=\"" << W / 2 << "\" y=\"20\" text-anchor=\"middle\" font-family=\"sans-serif\">kiln demo: training loss</text>\n"
-     << "<line x1=\"" << pad << "\" y1=\"" << H - pad << "\" x2=\"" << W - pad << "\" y2=\"" << H - pad << "\" stroke=\"black\"/>\n"
-     << "<line x1=\"" << pad << "\" y1=\"" << pad << "\" x2=\"" << pad << "\" y2=\"" << H - pad << "\" stroke=\"black\"/>\n"
-     << "<text x=\"" << pad - 4 << "\" y=\"" << pad + 4 << "\" text-anchor=\"end\" font-size=\"11\">" << hi << "</text>\n"
-     << "<text x=\"" << pad - 4 << "\" y=\"" << H - pad << "\" text-anchor=\"end\" font-size=\"11\">0</text>\n"
-     << "<text x=\"" << W - pad << "\" y=\"" << H - pad + 16 << "\" text-anchor=\"end\" font-size=\"11\">step "
-     << losses.size() << "</text>\n<polyline fill=\"none\" stroke=\"#c0392b\" stroke-width=\"1.5\" points=\"";
+     << "<text x=\"" << W / 2
+     << "\" y=\"20\" text-anchor=\"middle\" font-family=\"sans-serif\">kiln demo: training loss</text>\n"
+     << "<line x1=\"" << pad << "\" y1=\"" << H - pad << "\" x2=\"" << W - pad << "\" y2=\"" << H - pad
+     << "\" stroke=\"black\"/>\n"
+     << "<line x1=\"" << pad << "\" y1=\"" << pad << "\" x2=\"" << pad << "\" y2=\"" << H - pad
+     << "\" stroke=\"black\"/>\n"
+     << "<text x=\"" << pad - 4 << "\" y=\"" << pad + 4 << "\" text-anchor=\"end\" font-size=\"11\">" << hi
+     << "</text>\n"
+     << "<text x=\"" << pad - 4 << "\" y=\"" << H - pad
+     << "\" text-anchor=\"end\" font-size=\"11\">0</text>\n"
+     << "<text x=\"" << W - pad << "\" y=\"" << H - pad + 16
+     << "\" text-anchor=\"end\" font-size=\"11\">step " << losses.size()
+     << "</text>\n<polyline fill=\"none\" stroke=\"#c0392b\" stroke-width=\"1.5\" points=\"";
   for (size_t i = 0; i < losses.size(); i++) {
-    double x = pad + (W - 2 * pad) * static_cast<double>(i) / std::max<double>(1, static_cast<double>(losses.size() - 1));
+    double x = pad + (W - 2 * pad) * static_cast<double>(i) /
+                         std::max<double>(1, static_cast<double>(losses.size() - 1));
     double y = H - pad - (H - 2 * pad) * (losses[i] - lo) / std::max(1e-9f, hi - lo);
     os << x << "," << y << " ";
   }
@@ -184,12 +199,13 @@ int main(int argc, char** argv) {
                       .n_embd = text_mode ? 96 : 64};
     nn::GPT model(cfg);
     optim::AdamW opt(model->parameters(), {.lr = 3e-3, .weight_decay = 0.01});
-    const int64_t B = text_mode ? 32 : 128, warmup = 100;
+    const int64_t B = text_mode ? 32 : 128, warmup = std::min<int64_t>(100, args.steps / 10);
     optim::CosineWarmupLR sched(opt, warmup, args.steps, 3e-4);
-    std::printf("kiln demo: training a %lld-parameter GPT (%lld layers, %lld heads, width %lld) on %s, on the CPU\n",
-                static_cast<long long>(model->num_parameters()), static_cast<long long>(cfg.n_layer),
-                static_cast<long long>(cfg.n_head), static_cast<long long>(cfg.n_embd),
-                text_mode ? args.text.c_str() : "2-digit addition (10% of problems held out)");
+    std::printf(
+        "kiln demo: training a %lld-parameter GPT (%lld layers, %lld heads, width %lld) on %s, on the CPU\n",
+        static_cast<long long>(model->num_parameters()), static_cast<long long>(cfg.n_layer),
+        static_cast<long long>(cfg.n_head), static_cast<long long>(cfg.n_embd),
+        text_mode ? args.text.c_str() : "2-digit addition (10% of problems held out)");
 
     std::vector<std::pair<int, int>> test;  // every held-out problem
     for (int a = 0; a < 100; a++)
@@ -213,7 +229,8 @@ int main(int argc, char** argv) {
       if (step % 10 == 0 || step + 1 == args.steps) {
         double per = el / static_cast<double>(step + 1);
         double left = std::min(budget - el, per * static_cast<double>(args.steps - step - 1));
-        progress(step + 1, args.steps, losses.back(), static_cast<double>(tokens) / el, el, std::max(0.0, left));
+        progress(step + 1, args.steps, losses.back(), static_cast<double>(tokens) / el, el,
+                 std::max(0.0, left));
       }
       if (!text_mode && (step + 1) % 500 == 0) {  // stop early once it has learned
         acc = accuracy(model, test);

@@ -243,7 +243,8 @@ void Tensor::zero_grad() { impl_->grad = Tensor(); }
 
 Tensor& Tensor::assign_(const Tensor& value) {
   if (value.shape() != shape())
-    fail("assign_", "value of shape " + shape_str(value.shape()) + " for a tensor of shape " + shape_str(shape()));
+    fail("assign_",
+         "value of shape " + shape_str(value.shape()) + " for a tensor of shape " + shape_str(shape()));
   if (impl_->leaf) {
     std::lock_guard<std::mutex> l(registry().mu);
     registry().leaves.erase(node().get());

@@ -47,6 +47,25 @@ int64_t input_bytes(const NodeRef& n, const std::unordered_set<const Node*>& poi
   return total;
 }
 
+// Elementwise work worth storing rather than recomputing many times: a transcendental or a few ops.
+bool costly_to_recompute(const NodeRef& n, const std::unordered_set<const Node*>& points) {
+  int ops = 0;
+  std::unordered_set<const Node*> seen;
+  std::vector<NodeRef> stack{n};
+  while (!stack.empty() && ops < 4) {
+    NodeRef x = stack.back();
+    stack.pop_back();
+    if (!seen.insert(x.get()).second || (x != n && (is_realized(x) || points.count(x.get())))) continue;
+    if (x->op == Op::EXP2 || x->op == Op::LOG2 || x->op == Op::SIN || x->op == Op::SQRT || x->op == Op::RECIP)
+      ops += 4;
+    else if (ir::is_elementwise(x->op) && x->op != Op::CAST)
+      ops += 1;
+    if (x->op != Op::REDUCE)
+      for (auto& s : x->src) stack.push_back(s);
+  }
+  return ops >= 4;
+}
+
 }  // namespace
 
 std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots) {
@@ -70,23 +89,36 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots) {
     std::unordered_map<const Node*, NodeRef> keep;
     for (size_t pi = 0; pi < points.size(); pi++) {
       NodeRef p = points[pi];
-      std::unordered_set<uint64_t> seen;  // (node, replicated) pairs
-      std::vector<std::pair<NodeRef, bool>> stack;
-      for (auto& s : p->src) stack.push_back({s, p->op == Op::REDUCE || grows(p)});
+      // path flags from the kernel's output down: kReplicated (under a reduce or a broadcast),
+      // kInReduce, kBroadcastInReduce (broadcast below a reduce: recomputed per reduce step and lane)
+      enum : uint64_t { kReplicated = 1, kInReduce = 2, kBroadcastInReduce = 4 };
+      auto below = [](const NodeRef& n, uint64_t f) {
+        if (n->op == Op::REDUCE) f |= kReplicated | kInReduce;
+        if (grows(n)) f |= kReplicated | ((f & kInReduce) ? uint64_t{kBroadcastInReduce} : uint64_t{0});
+        return f;
+      };
+      std::unordered_set<uint64_t> seen;  // (node, flags) pairs
+      std::vector<std::pair<NodeRef, uint64_t>> stack;
+      for (auto& s : p->src) stack.push_back({s, below(p, 0)});
       while (!stack.empty()) {
-        auto [n, replicated] = stack.back();
+        auto [n, flags] = stack.back();
         stack.pop_back();
         if (is_realized(n) || in_points.count(n.get())) continue;
-        if (!seen.insert(reinterpret_cast<uint64_t>(n.get()) ^ replicated).second) continue;
+        if (!seen.insert(reinterpret_cast<uint64_t>(n.get()) ^ flags).second) continue;
         owners[n.get()].insert(p.get());
         keep[n.get()] = n;
-        if (n->op == Op::REDUCE && replicated) {  // would be recomputed per output element
+        bool recomputed_reduce = n->op == Op::REDUCE && (flags & kReplicated);  // per output element
+        // costly elementwise work broadcast into a reduce (a matmul operand that is an activation's
+        // gradient, say) would be recomputed once per element of the broadcast dim: store it, unless
+        // it is small (a per-row statistic), where an extra kernel costs more than the recompute
+        bool recomputed_work = (flags & kBroadcastInReduce) && ir::is_elementwise(n->op) &&
+                               n->numel() >= 1024 && costly_to_recompute(n, in_points);
+        if (recomputed_reduce || recomputed_work) {
           add(n);
           changed = true;
           continue;
         }
-        bool rep = replicated || n->op == Op::REDUCE || grows(n);
-        for (auto& s : n->src) stack.push_back({s, rep});
+        for (auto& s : n->src) stack.push_back({s, below(n, flags)});
       }
     }
     if (changed) continue;

@@ -94,3 +94,14 @@ TEST(Fusion, NormalizationAndLossKernelCounts) {
   realize({y, g[0], g[1], g[2]});
   EXPECT_LE(stats().kernels_run - before, 6);
 }
+
+TEST(Fusion, CostlyWorkBroadcastIntoAReduceIsStored) {
+  // exp(x)*3+1 feeds a matmul: fused, it would be recomputed for each of w's 48 columns
+  Tensor x = r({64, 32}, 30), w = r({32, 48}, 31);
+  EXPECT_EQ(kernels_for({(x.exp() * 3 + 1).matmul(w)}), 2);
+  // a cheap producer stays fused (one multiply per use)
+  EXPECT_EQ(kernels_for({(x * 3).matmul(w)}), 1);
+  // and a small costly one too (a per-row statistic: an extra kernel would cost more)
+  Tensor s = r({4, 32}, 32);
+  EXPECT_EQ(kernels_for({(s.exp() * 3 + 1).matmul(w)}), 1);
+}
