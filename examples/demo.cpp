@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -198,9 +199,11 @@ int main(int argc, char** argv) {
                       .n_head = 4,
                       .n_embd = text_mode ? 96 : 64};
     nn::GPT model(cfg);
-    optim::AdamW opt(model->parameters(), {.lr = 3e-3, .weight_decay = 0.01});
+    optim::AdamW opt(model->parameters(), {.lr = 3e-3, .weight_decay = 0.1});
     const int64_t B = text_mode ? 32 : 128, warmup = std::min<int64_t>(100, args.steps / 10);
-    optim::CosineWarmupLR sched(opt, warmup, args.steps, 3e-4);
+    // the cosine decay should end with the time budget: after a few steps, the total is re-estimated
+    // from the measured step time
+    auto sched = std::make_unique<optim::CosineWarmupLR>(opt, warmup, args.steps, 3e-5);
     std::printf(
         "kiln demo: training a %lld-parameter GPT (%lld layers, %lld heads, width %lld) on %s, on the CPU\n",
         static_cast<long long>(model->num_parameters()), static_cast<long long>(cfg.n_layer),
@@ -222,18 +225,27 @@ int main(int argc, char** argv) {
       opt.zero_grad();
       loss.backward();
       opt.step();
-      sched.step();
+      sched->step();
       losses.push_back(loss.item<float>());
       tokens += b.x.numel();
       double el = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (step + 1 == 30 && args.steps > 200) {
+        int64_t fit = static_cast<int64_t>(0.97 * budget / (el / 30.0));
+        if (fit < args.steps && fit > warmup + 30) {
+          args.steps = fit;
+          sched = std::make_unique<optim::CosineWarmupLR>(opt, warmup, args.steps, 3e-5);
+          for (int i = 0; i < 30; i++) sched->step();
+        }
+      }
       if (step % 10 == 0 || step + 1 == args.steps) {
         double per = el / static_cast<double>(step + 1);
         double left = std::min(budget - el, per * static_cast<double>(args.steps - step - 1));
         progress(step + 1, args.steps, losses.back(), static_cast<double>(tokens) / el, el,
                  std::max(0.0, left));
       }
-      if (!text_mode && (step + 1) % 500 == 0) {  // stop early once it has learned
+      if (!text_mode && (step + 1) % 250 == 0) {  // stop early once it has learned
         acc = accuracy(model, test);
+        std::printf("\n  held-out accuracy after %lld steps: %.1f%%\n", static_cast<long long>(step + 1), 100 * acc);
         if (acc >= 0.99) {
           step++;
           break;
