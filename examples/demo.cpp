@@ -54,15 +54,21 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-// --- the addition task: "ab+cd=" then the sum's three digits, least significant first ---
+// --- the addition task: "ba+dc=" then the sum's three digits, every number least significant
+// digit first (so digits of one place line up: the carry flows left to right) ---
 // tokens 0-9 are digits, 10 is '+', 11 is '='; a problem is 9 tokens; the model sees the first 8
 // and is trained only on the three answer digits (other targets are -1, ignored by the loss).
 constexpr int64_t kVocab = 12, kLen = 9;
 std::vector<int64_t> problem(int a, int b) {
   int s = a + b;
-  return {a / 10, a % 10, 10, b / 10, b % 10, 11, s % 10, (s / 10) % 10, s / 100};
+  return {a % 10, a / 10, 10, b % 10, b / 10, 11, s % 10, (s / 10) % 10, s / 100};
 }
-bool held_out(int a, int b) { return (a * 100 + b) % 10 == 7; }  // never trained on: 10% of problems
+// never trained on: 10% of problems for the final test, 10% to choose when to stop (validation),
+// picked by a hash so that every digit still appears in every place during training
+int bucket(int a, int b) { return static_cast<int>(((static_cast<uint32_t>(a * 100 + b) * 2654435761u) >> 16) % 10); }
+bool test_problem(int a, int b) { return bucket(a, b) == 7; }
+bool validation_problem(int a, int b) { return bucket(a, b) == 3; }
+bool held_out(int a, int b) { return test_problem(a, b) || validation_problem(a, b); }
 
 std::string show(const std::vector<int64_t>& t) {
   std::string r;
@@ -208,12 +214,17 @@ int main(int argc, char** argv) {
         "kiln demo: training a %lld-parameter GPT (%lld layers, %lld heads, width %lld) on %s, on the CPU\n",
         static_cast<long long>(model->num_parameters()), static_cast<long long>(cfg.n_layer),
         static_cast<long long>(cfg.n_head), static_cast<long long>(cfg.n_embd),
-        text_mode ? args.text.c_str() : "2-digit addition (10% of problems held out)");
+        text_mode ? args.text.c_str() : "2-digit addition (20% of problems held out)");
 
-    std::vector<std::pair<int, int>> test;  // every held-out problem
+    std::vector<std::pair<int, int>> test, validation;
     for (int a = 0; a < 100; a++)
-      for (int b = 0; b < 100; b++)
-        if (held_out(a, b)) test.push_back({a, b});
+      for (int b = 0; b < 100; b++) {
+        if (test_problem(a, b)) test.push_back({a, b});
+        if (validation_problem(a, b)) validation.push_back({a, b});
+      }
+    std::filesystem::create_directories(args.out);
+    std::string svg = args.out + "/loss.svg", ckpt = args.out + "/checkpoint.safetensors";
+    double best = -1;
 
     std::vector<float> losses;
     auto t0 = Clock::now();
@@ -243,10 +254,15 @@ int main(int argc, char** argv) {
         progress(step + 1, args.steps, losses.back(), static_cast<double>(tokens) / el, el,
                  std::max(0.0, left));
       }
-      if (!text_mode && (step + 1) % 250 == 0) {  // stop early once it has learned
-        acc = accuracy(model, test);
-        std::printf("\n  held-out accuracy after %lld steps: %.1f%%\n", static_cast<long long>(step + 1), 100 * acc);
-        if (acc >= 0.99) {
+      if (!text_mode && (step + 1) % 250 == 0) {  // keep the best model; stop once it has learned
+        double val = accuracy(model, validation);
+        std::printf("\n  validation accuracy after %lld steps: %.1f%%%s\n", static_cast<long long>(step + 1), 100 * val,
+                    val > best ? " (best so far: saved)" : "");
+        if (val > best) {
+          best = val;
+          io::save_safetensors(ckpt, model->state_dict(), {{"task", "addition"}, {"step", std::to_string(step + 1)}});
+        }
+        if (val >= 0.99) {
           step++;
           break;
         }
@@ -260,10 +276,13 @@ int main(int argc, char** argv) {
     std::printf("\ntrained %lld steps in %.1f s (%.0f tokens/s)\n", static_cast<long long>(step), secs,
                 static_cast<double>(tokens) / secs);
 
-    std::filesystem::create_directories(args.out);
-    std::string svg = args.out + "/loss.svg", ckpt = args.out + "/checkpoint.safetensors";
     write_svg(svg, losses);
-    io::save_safetensors(ckpt, model->state_dict(), {{"task", text_mode ? "text" : "addition"}});
+    if (best < 0) {
+      io::save_safetensors(ckpt, model->state_dict(), {{"task", text_mode ? "text" : "addition"}});
+    } else {  // back to the model that did best on the validation problems
+      auto params = model->state_dict();
+      io::load_safetensors_into(ckpt, params, true);
+    }
 
     if (text_mode) {
       Generator g(7);
@@ -276,8 +295,9 @@ int main(int argc, char** argv) {
     } else {
       model->eval();
       acc = accuracy(model, test);
-      std::printf("accuracy on %zu held-out problems: %.1f%%\n", test.size(), 100 * acc);
-      std::vector<std::pair<int, int>> few = {test[3], test[100], test[401], test[777], test[950]};
+      std::printf("accuracy on %zu held-out test problems: %.1f%%\n", test.size(), 100 * acc);
+      std::vector<std::pair<int, int>> few;
+      for (size_t i = 0; i < 5; i++) few.push_back(test[(2 * i + 1) * test.size() / 10]);
       auto got = solve(model, few);
       for (size_t i = 0; i < few.size(); i++) {
         auto want = problem(few[i].first, few[i].second);
