@@ -9,6 +9,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 KILN_THREADS=$threads "$build/bench/bench_c2_conv" | tee -a "$out"
 KILN_THREADS=$threads "$build/bench/bench_c4_mlp" | tee -a "$out"
+KILN_THREADS=$threads "$build/bench/bench_c5_gpt" | tee -a "$out"
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
   /usr/bin/python3 "$here/torch_cpu.py" "$threads" | tee -a "$out"
 else

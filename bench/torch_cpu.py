@@ -1,5 +1,5 @@
-"""PyTorch CPU side of bench_c2_conv: the same workloads, one JSON line each. Usage: torch_cpu.py THREADS"""
-import json, statistics, sys, time
+"""PyTorch CPU side of bench_c2_conv, bench_c4_mlp and bench_c5_gpt: the same workloads, one JSON line each. Usage: torch_cpu.py THREADS"""
+import json, math, statistics, sys, time
 import torch, torch.nn.functional as F
 
 torch.set_num_threads(int(sys.argv[1]) if len(sys.argv) > 1 else 2)
@@ -57,3 +57,52 @@ def mlp_step():
 
 
 rep("C4_mlp_train_step_b128", bench(mlp_step), flops=3 * 2 * 128 * (784 * 512 + 512 * 512 + 512 * 10))
+
+
+class Block(torch.nn.Module):  # the GPT of ../shared/bench/torch_cpu_anchors.py (C5)
+    def __init__(s, C, H):
+        super().__init__()
+        s.H = H
+        s.ln1, s.attn, s.proj = torch.nn.LayerNorm(C), torch.nn.Linear(C, 3 * C), torch.nn.Linear(C, C)
+        s.ln2, s.fc, s.fc2 = torch.nn.LayerNorm(C), torch.nn.Linear(C, 4 * C), torch.nn.Linear(4 * C, C)
+
+    def forward(s, x):
+        B, T, C = x.shape
+        q, k, v = s.attn(s.ln1(x)).split(C, 2)
+        q, k, v = (t.view(B, T, s.H, C // s.H).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(C // s.H)
+        att = att.masked_fill(torch.ones(T, T).tril() == 0, float("-inf")).softmax(-1)
+        x = x + s.proj((att @ v).transpose(1, 2).reshape(B, T, C))
+        return x + s.fc2(F.gelu(s.fc(s.ln2(x))))
+
+
+class GPT(torch.nn.Module):
+    def __init__(s, V=65, C=256, L=6, H=8, T=128):
+        super().__init__()
+        s.wte, s.wpe = torch.nn.Embedding(V, C), torch.nn.Embedding(T, C)
+        s.blocks = torch.nn.ModuleList([Block(C, H) for _ in range(L)])
+        s.ln, s.head = torch.nn.LayerNorm(C), torch.nn.Linear(C, V, bias=False)
+
+    def forward(s, idx):
+        x = s.wte(idx) + s.wpe(torch.arange(idx.shape[1]))
+        for b in s.blocks:
+            x = b(x)
+        return s.head(s.ln(x))
+
+
+gpt = GPT()
+gopt = torch.optim.AdamW(gpt.parameters(), lr=3e-4)
+idx, tgt = torch.randint(0, 65, (16, 128)), torch.randint(0, 65, (16, 128))
+
+
+def gpt_step():
+    loss = F.cross_entropy(gpt(idx).view(-1, 65), tgt.view(-1))
+    gopt.zero_grad()
+    loss.backward()
+    gopt.step()
+
+
+ms = bench(gpt_step, warmup=2, reps=5)
+r = {"workload": "C5_gpt6x256_T128_B16_train_step", "impl": "torch-cpu " + torch.__version__, "ms": round(ms, 3),
+     "tok/s": int(16 * 128 / ms * 1000)}
+print(json.dumps(r), flush=True)

@@ -1,0 +1,24 @@
+# Test of `kiln train` then `kiln sample`: writes a small text, trains 20 steps, samples 50 characters
+# and checks that exactly 50 were printed. Run with -DKILN=<kiln executable> -DWORK=<scratch dir>.
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+set(text "")
+foreach(i RANGE 30)
+  string(APPEND text "the quick brown fox jumps over the lazy dog ${i}\n")
+endforeach()
+file(WRITE ${WORK}/input.txt "${text}")
+execute_process(COMMAND ${KILN} train --text ${WORK}/input.txt --steps 20 --out ${WORK}/model
+                RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "kiln train failed (${rc})")
+endif()
+execute_process(COMMAND ${KILN} sample --model ${WORK}/model --tokens 50 --seed 3 --top-k 5
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "kiln sample failed (${rc})")
+endif()
+string(LENGTH "${out}" n)
+if(NOT n EQUAL 51)  # 50 characters and the final newline
+  message(FATAL_ERROR "kiln sample printed ${n} characters, expected 51: '${out}'")
+endif()
+message(STATUS "sample: ${out}")
