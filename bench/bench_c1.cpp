@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "runtime/thread_pool.h"
 
 extern "C" void c1_plain(float* out, const float* a, const float* b, const float* c, int64_t row_start,
@@ -19,18 +21,7 @@ extern "C" void c1_bandwidth(float* out, const float* a, const float* b, const f
 using namespace kiln;
 
 namespace {
-template <class F>
-double median_ms(F f, int reps = 25) {
-  f();
-  std::vector<double> t;
-  for (int i = 0; i < reps; i++) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+double median_ms(const std::function<void()>& f) { return bench::median_ms(f, 25, 1); }
 }  // namespace
 
 int main() {
@@ -48,7 +39,8 @@ int main() {
         n, [&](int64_t s, int64_t e) { c1_plain(out.data(), av.data(), bv.data(), cv.data(), s, e, n); });
   });
   double floor_ms = median_ms([&] {
-    runtime::parallel_for(n, [&](int64_t s, int64_t e) { c1_bandwidth(out.data(), av.data(), bv.data(), cv.data(), s, e, n); });
+    runtime::parallel_for(
+        n, [&](int64_t s, int64_t e) { c1_bandwidth(out.data(), av.data(), bv.data(), cv.data(), s, e, n); });
   });
   c1_plain(out.data(), av.data(), bv.data(), cv.data(), 0, n, n);
   auto rv = r.to_vector<float>();

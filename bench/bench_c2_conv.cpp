@@ -9,22 +9,13 @@
 #include <functional>
 #include <vector>
 
+#include "bench_util.h"
 #include "runtime/thread_pool.h"
 
 using namespace kiln;
 
 namespace {
-double median_ms(const std::function<void()>& f, int reps = 15) {
-  for (int i = 0; i < 3; i++) f();
-  std::vector<double> t;
-  for (int i = 0; i < reps; i++) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using bench::median_ms;
 void report(const char* name, double ms, double bytes, double flops) {
   std::printf("{\"workload\": \"%s\", \"impl\": \"kiln\", \"ms\": %.3f", name, ms);
   if (bytes > 0) std::printf(", \"GB/s\": %.2f", bytes / ms / 1e6);
@@ -38,7 +29,8 @@ int main() {
   const int64_t N = 4096, C = 768;
   Tensor x = randn({N, C}).realize(), w = randn({C}).realize(), b = randn({C}).realize();
   Tensor dy = randn({N, C}).realize();
-  report("C2_layernorm_fwd_4096x768", median_ms([&] { F::layer_norm(x, {C}, w, b).realize(); }), 2.0 * N * C * 4, 0);
+  report("C2_layernorm_fwd_4096x768", median_ms([&] { F::layer_norm(x, {C}, w, b).realize(); }),
+         2.0 * N * C * 4, 0);
   report("C2_layernorm_fwdbwd_4096x768", median_ms([&] {
            Tensor y = F::layer_norm(x, {C}, w, b);
            auto g = grad({y}, {x, w, b}, {dy});
@@ -46,10 +38,12 @@ int main() {
          }),
          5.0 * N * C * 4, 0);
 
-  Tensor img = randn({8, 16, 32, 32}).realize(), k = randn({32, 16, 3, 3}).realize(), kb = randn({32}).realize();
+  Tensor img = randn({8, 16, 32, 32}).realize(), k = randn({32, 16, 3, 3}).realize(),
+         kb = randn({32}).realize();
   Tensor dimg = randn({8, 32, 32, 32}).realize();
   double flops = 2.0 * 8 * 32 * 32 * 32 * 16 * 9;
-  report("conv2d_fwd_n8c16_32x32_k3_o32", median_ms([&] { F::conv2d(img, k, kb, {1}, {1}).realize(); }), 0, flops);
+  report("conv2d_fwd_n8c16_32x32_k3_o32", median_ms([&] { F::conv2d(img, k, kb, {1}, {1}).realize(); }), 0,
+         flops);
   report("conv2d_fwdbwd_n8c16_32x32_k3_o32", median_ms([&] {
            Tensor y = F::conv2d(img, k, kb, {1}, {1});
            auto g = grad({y}, {img, k, kb}, {dimg});

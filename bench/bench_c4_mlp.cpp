@@ -58,8 +58,9 @@ int main() {
   }
   std::sort(t.begin(), t.end());
   double flops = 3 * 2.0 * 128 * (784 * 512 + 512 * 512 + 512 * 10);
-  std::printf("{\"workload\": \"C4_mlp_train_step_b128\", \"impl\": \"kiln\", \"ms\": %.3f, \"GFLOP/s\": %.1f}\n",
-              t[t.size() / 2], flops / t[t.size() / 2] / 1e6);
+  std::printf(
+      "{\"workload\": \"C4_mlp_train_step_b128\", \"impl\": \"kiln\", \"ms\": %.3f, \"GFLOP/s\": %.1f}\n",
+      t[t.size() / 2], flops / t[t.size() / 2] / 1e6);
   std::printf("loss %.4f -> %.4f over 19 steps on one batch\n", first, last);
   return 0;
 }

@@ -65,7 +65,9 @@ std::vector<int64_t> problem(int a, int b) {
 }
 // never trained on: 10% of problems for the final test, 10% to choose when to stop (validation),
 // picked by a hash so that every digit still appears in every place during training
-int bucket(int a, int b) { return static_cast<int>(((static_cast<uint32_t>(a * 100 + b) * 2654435761u) >> 16) % 10); }
+int bucket(int a, int b) {
+  return static_cast<int>(((static_cast<uint32_t>(a * 100 + b) * 2654435761u) >> 16) % 10);
+}
 bool test_problem(int a, int b) { return bucket(a, b) == 7; }
 bool validation_problem(int a, int b) { return bucket(a, b) == 3; }
 bool held_out(int a, int b) { return test_problem(a, b) || validation_problem(a, b); }
@@ -256,11 +258,12 @@ int main(int argc, char** argv) {
       }
       if (!text_mode && (step + 1) % 250 == 0) {  // keep the best model; stop once it has learned
         double val = accuracy(model, validation);
-        std::printf("\n  validation accuracy after %lld steps: %.1f%%%s\n", static_cast<long long>(step + 1), 100 * val,
-                    val > best ? " (best so far: saved)" : "");
+        std::printf("\n  validation accuracy after %lld steps: %.1f%%%s\n", static_cast<long long>(step + 1),
+                    100 * val, val > best ? " (best so far: saved)" : "");
         if (val > best) {
           best = val;
-          io::save_safetensors(ckpt, model->state_dict(), {{"task", "addition"}, {"step", std::to_string(step + 1)}});
+          io::save_safetensors(ckpt, model->state_dict(),
+                               {{"task", "addition"}, {"step", std::to_string(step + 1)}});
         }
         if (val >= 0.99) {
           step++;

@@ -316,6 +316,7 @@ class Generator {
   // The draw counter, and restoring both (e.g. from a checkpoint): the next draw continues there.
   uint64_t offset() const;
   void set_state(uint64_t seed, uint64_t offset);
+
  private:
   uint64_t seed_, offset_ = 0;
 };

@@ -6,9 +6,9 @@
 namespace kiln {
 
 struct Tensor::Impl {
-  ir::NodeRef node;  // lazy graph node; a BUFFER node once realized, unless autograd needs the graph
-  Tensor grad;       // accumulated gradient of a leaf (lazy)
-  bool leaf = false; // marked with requires_grad_(): registered again after each assign_ + realize
+  ir::NodeRef node;   // lazy graph node; a BUFFER node once realized, unless autograd needs the graph
+  Tensor grad;        // accumulated gradient of a leaf (lazy)
+  bool leaf = false;  // marked with requires_grad_(): registered again after each assign_ + realize
 };
 
 namespace autograd {

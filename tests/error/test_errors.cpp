@@ -91,7 +91,8 @@ TEST(Errors, OutOfRangeIndicesAreMaskedAndReportedUnderValidate) {
   EXPECT_EQ(x.gather(1, idx).to_vector<float>(), (std::vector<float>{1, 0, 0, 4}));
   Settings saved = settings();
   settings().validate = true;
-  expect_error([&] { x.gather(1, idx).realize(); }, {"gather", "index 5", "out of range", "size 2", "KILN_VALIDATE"});
+  expect_error([&] { x.gather(1, idx).realize(); },
+               {"gather", "index 5", "out of range", "size 2", "KILN_VALIDATE"});
   expect_error([&] { x.index_select(0, tensor(std::vector<int64_t>{3})).realize(); }, {"index 3", "size 2"});
   expect_error([&] { x.scatter_add(0, idx, x).realize(); }, {"scatter_add", "index 5"});
   expect_error([&] { one_hot(tensor(std::vector<int64_t>{4}), 3); }, {"one_hot", "index 4"});

@@ -51,4 +51,14 @@ inline void expect_module_gradients(nn::Module& m, const std::vector<Tensor>& in
       all, seed, rtol, atol);
 }
 
+// Random f32 (or t) / f64 tensors in [-scale, scale), and equality of two tensors' values.
+inline Tensor r(Shape s, uint64_t seed, double scale = 1, DType t = DType::F32) {
+  return random_tensor(s, t, -scale, scale, seed);
+}
+inline Tensor r64(Shape s, uint64_t seed, double scale = 1) { return r(std::move(s), seed, scale, DType::F64); }
+inline void expect_same(const Tensor& a, const Tensor& b, double tol = 0) {
+  ASSERT_EQ(a.shape(), b.shape());
+  expect_values(a, b.to_vector<double>(), tol, tol);
+}
+
 }  // namespace kiln::testing

@@ -20,15 +20,11 @@ using kiln::testing::set_parameters;
 using Ts = std::vector<Tensor>;
 using Names = std::vector<std::string>;
 
+using kiln::testing::expect_same;
+using kiln::testing::r;
+using kiln::testing::r64;
+
 namespace {
-Tensor r(Shape s, uint64_t seed, double scale = 1, DType t = DType::F32) {
-  return random_tensor(s, t, -scale, scale, seed);
-}
-Tensor r64(Shape s, uint64_t seed, double scale = 1) { return r(std::move(s), seed, scale, DType::F64); }
-void expect_same(const Tensor& a, const Tensor& b, double tol = 0) {
-  ASSERT_EQ(a.shape(), b.shape());
-  expect_values(a, b.to_vector<double>(), tol, tol);
-}
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) { return x.matmul(w.t()) + b; }
 
 // the GPT-2 block of tests/frontend/test_models.cpp, written with functional ops (2 heads)

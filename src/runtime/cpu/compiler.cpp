@@ -25,7 +25,8 @@ namespace {
 // stop vectorizing.
 // -fopenmp-simd: honours the renderer's "omp simd reduction" pragmas (no OpenMP runtime).
 const char* kFlags =
-    "-O3 -march=native -fopenmp-simd -fno-tree-partial-pre -fPIC -shared -fwrapv -fno-math-errno -std=gnu11 -w";
+    "-O3 -march=native -fopenmp-simd -fno-tree-partial-pre -fPIC -shared -fwrapv -fno-math-errno -std=gnu11 "
+    "-w";
 
 bool executable(const std::string& p) { return access(p.c_str(), X_OK) == 0; }
 
