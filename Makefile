@@ -23,7 +23,8 @@ $(BUILD)/Makefile: CMakeLists.txt | check-deps
 build: check-deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+demo: check-deps $(BUILD)/Makefile
+	cmake --build $(BUILD) -j $(JOBS) --target demo
 	$(BUILD)/examples/demo --out $(BUILD)/demo
 
 test: build
