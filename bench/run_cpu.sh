@@ -10,12 +10,16 @@ trap 'rm -f "$out"' EXIT
 KILN_THREADS=$threads "$build/bench/bench_c2_conv" | tee -a "$out"
 KILN_THREADS=$threads "$build/bench/bench_c4_mlp" | tee -a "$out"
 KILN_THREADS=$threads "$build/bench/bench_c5_gpt" | tee -a "$out"
-if /usr/bin/python3 -c "import torch" 2>/dev/null; then
-  /usr/bin/python3 "$here/torch_cpu.py" "$threads" | tee -a "$out"
+py=""
+for p in python3 /usr/bin/python3; do
+  if "$p" -c "import torch" 2>/dev/null; then py=$p; break; fi
+done
+if [ -n "$py" ]; then
+  "$py" "$here/torch_cpu.py" "$threads" | tee -a "$out"
 else
   echo "PyTorch not installed (Debian: apt-get install python3-torch): kiln numbers only"
 fi
-/usr/bin/python3 - "$out" <<'PY'
+python3 - "$out" <<'PY'
 import json, sys
 rows = {}
 for line in open(sys.argv[1]):

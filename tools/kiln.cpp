@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "runtime/cpu/compiler.h"
+#include "runtime/cuda/driver.h"
 #include "runtime/thread_pool.h"
 
 #ifndef KILN_VERSION
@@ -98,7 +99,9 @@ int info() {
       if (e.is_regular_file(ec)) files++, bytes += e.file_size(ec);
   std::printf("kernel cache: %s (%lld files, %llu bytes)\n", dir.c_str(), static_cast<long long>(files),
               static_cast<unsigned long long>(bytes));
-  std::printf("CUDA: not available in this build (CPU only)\n");
+  const auto& cuda = runtime::cuda::availability();
+  std::printf("CUDA: %s (kernels run on the CPU; the CUDA backend does not run kernels yet)\n%s",
+              cuda.available ? "GPU found" : "not available", runtime::cuda::describe(cuda).c_str());
   return 0;
 }
 
