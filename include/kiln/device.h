@@ -1,14 +1,31 @@
-// Devices kiln can place tensors on.
+// Devices kiln can place tensors on: the CPU and CUDA GPUs.
 #pragma once
 #include <string>
 
 namespace kiln {
 
 struct Device {
-  enum class Kind { CPU } kind = Kind::CPU;
+  enum class Kind { CPU, CUDA } kind = Kind::CPU;
+  int index = 0;
   static Device cpu() { return {}; }
+  static Device cuda(int index = 0) { return {Kind::CUDA, index}; }
+  bool is_cpu() const { return kind == Kind::CPU; }
+  bool is_cuda() const { return kind == Kind::CUDA; }
   bool operator==(const Device&) const = default;
-  std::string str() const { return "cpu"; }
+  std::string str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+  // "cpu", "cuda", "cuda:1"; throws kiln::Error on anything else
+  static Device parse(const std::string& s);
+  // a small code for graph nodes: 0 = cpu, 1 + k = cuda:k
+  int code() const { return is_cpu() ? 0 : 1 + index; }
+  static Device from_code(int c) { return c <= 0 ? cpu() : cuda(c - 1); }
 };
+
+// Where tensors that name no device go: KILN_DEVICE (default cpu), or set_default_device().
+Device default_device();
+void set_default_device(Device d);
+// Whether a CUDA GPU with its driver and NVRTC can be used; `why` says why not.
+bool cuda_available(std::string* why = nullptr);
+// Waits until all work queued on the device has finished (a no-op on the CPU).
+void synchronize(Device d = default_device());
 
 }  // namespace kiln

@@ -64,7 +64,9 @@ class Tensor {
   int64_t size(int64_t d) const;
   int64_t numel() const;
   DType dtype() const;
-  Device device() const { return Device::cpu(); }
+  // The device of the buffers this tensor reads; a tensor of constants (zeros, arange) is computed
+  // on the default device.
+  Device device() const;
   bool defined() const { return impl_ != nullptr; }
   const std::shared_ptr<const ir::Node>& node() const;
 
@@ -76,6 +78,8 @@ class Tensor {
   std::vector<T> to_vector() const;
   std::string str() const;  // PyTorch-like printing
   Tensor to(DType t) const;
+  // A copy on device d (this tensor if it is there already). Realizes; no gradient flows through.
+  Tensor to(Device d) const;
 
   // --- autograd (src/frontend/autograd.cpp) ---
   // Marks a leaf tensor as needing gradients (realizes it: leaves are buffers).

@@ -28,23 +28,33 @@ std::string kernel_name(const NodeRef& ast) {
   return name;
 }
 
-Lowered lower(const NodeRef& ast) {
+Lowered lower(const NodeRef& ast, Target target) {
   Lowered out;
   NodeRef s = ast;
   if (!settings().noopt) {
     s = collapse_loops(s, out.opts);
     s = merge_reduces(s, out.opts);
-    s = upcast_reduce_output(s, out.opts);
+    // register tiles for CPU vector units; on the GPU the threads of a block share the work instead
+    if (target == Target::CPU) s = upcast_reduce_output(s, out.opts);
   }
   s = renumber_ranges(s);
   out.program = linearize(s);
   out.program.name = kernel_name(s);
-  out.program.hash = s->hash * 31 + (settings().noopt ? 1 : 0);
+  out.program.hash = s->hash * 31 + (settings().noopt ? 1 : 0) + (target == Target::CUDA ? 2 : 0);
   char hex[24];
   std::snprintf(hex, sizeof hex, "_%012llx",
                 static_cast<unsigned long long>(out.program.hash & 0xffffffffffffull));
   out.program.symbol = out.program.name + hex;
-  out.source = render_c(out.program);
+  if (target == Target::CUDA) {
+    CudaKernel k = render_cuda(out.program);
+    out.source = std::move(k.source);
+    out.launch = k.launch;
+    out.opts.push_back(k.launch.kind == CudaLaunch::Kind::BlockReduce
+                           ? "BLOCK_REDUCE(" + std::to_string(k.launch.block) + ")"
+                           : "GRID_STRIDE(" + std::to_string(k.launch.block) + ")");
+  } else {
+    out.source = render_c(out.program);
+  }
   if (settings().debug >= 5)
     std::cerr << "kiln: kernel " << out.program.name << " AST:\n"
               << ir::dump({s}) << "kiln: kernel " << out.program.name << " linear program:\n"

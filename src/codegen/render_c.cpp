@@ -1,9 +1,7 @@
 // C renderer (see render_c.h). Half types are stored as 16-bit and computed in float.
 #include "codegen/render_c.h"
 
-#include <cmath>
-#include <cstdio>
-#include <sstream>
+#include "codegen/render_base.h"
 
 #include "ir/node.h"
 #include "kiln/error.h"
@@ -103,64 +101,9 @@ static inline uint16_t kiln_f2bf(float f) {
 
 namespace {
 
-bool is_half(DType t) { return t == DType::F16 || t == DType::BF16; }
-
-// C type of a value in registers (halves compute in float)
-const char* value_type(DType t) {
-  switch (t) {
-    case DType::Bool: return "bool";
-    case DType::U8: return "uint8_t";
-    case DType::I8: return "int8_t";
-    case DType::I16: return "int16_t";
-    case DType::I32: return "int32_t";
-    case DType::I64: return "int64_t";
-    case DType::U32: return "uint32_t";
-    case DType::U64: return "uint64_t";
-    case DType::F16:
-    case DType::BF16:
-    case DType::F32: return "float";
-    case DType::F64: return "double";
-  }
-  return "?";
-}
-
-// C type of an element in memory
-const char* storage_type(DType t) {
-  return is_half(t) ? "uint16_t" : t == DType::Bool ? "uint8_t" : value_type(t);
-}
-
-std::string literal(const Inst& in) {
-  char buf[64];
-  if (is_float(in.dtype)) {
-    double v = in.fval;
-    bool f64 = in.dtype == DType::F64;
-    if (std::isnan(v)) return f64 ? "(double)NAN" : "NAN";
-    if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + (f64 ? "(double)INFINITY" : "INFINITY");
-    std::snprintf(buf, sizeof buf, f64 ? "%.17g" : "%.9gf",
-                  f64 ? v : static_cast<double>(static_cast<float>(v)));
-    std::string s = buf;
-    if (s.find_first_of(".en") == std::string::npos) s.insert(s.size() - (f64 ? 0 : 1), ".0");
-    return s;
-  }
-  int64_t v = in.arg.empty() ? 0 : in.arg[0];
-  if (in.dtype == DType::Bool) return v ? "1" : "0";
-  if (v == INT64_MIN) return "(-9223372036854775807LL-1)";
-  if (in.dtype == DType::U64) {
-    std::snprintf(buf, sizeof buf, "%lluull", static_cast<unsigned long long>(v));
-    return buf;
-  }
-  if (in.dtype == DType::U32) {
-    std::snprintf(buf, sizeof buf, "%lluu", static_cast<unsigned long long>(static_cast<uint32_t>(v)));
-    return buf;
-  }
-  std::snprintf(buf, sizeof buf, "%lldLL", static_cast<long long>(v));
-  if (in.dtype == DType::I64) return buf;
-  return std::string("(") + value_type(in.dtype) + ")" + buf;
-}
-
-class Renderer {
+class CRenderer : public RendererBase {
  public:
-  explicit Renderer(const Program& p) : p_(p), names_(p.insts.size()) {}
+  using RendererBase::RendererBase;
 
   std::string run() {
     os_ << "void " << p_.symbol << "(";
@@ -179,86 +122,17 @@ class Renderer {
   }
 
  private:
-  const std::string& v(int i) const { return names_[i]; }
-
-  void out(const std::string& s) { os_ << std::string(2 * indent_, ' ') << s << "\n"; }
-
-  void def(int i, const std::string& prefix, const std::string& expr) {
-    names_[i] = prefix + std::to_string(i);
-    out(std::string(value_type(p_.insts[i].dtype)) + " " + names_[i] + " = " + expr + ";");
+  std::string exp2(const std::string& x, bool f64) override { return (f64 ? "exp2(" : "kiln_exp2f(") + x + ")"; }
+  std::string expf(const std::string& x) override { return "kiln_expf(" + x + ")"; }
+  std::string log2(const std::string& x, bool f64) override { return (f64 ? "log2(" : "kiln_log2f(") + x + ")"; }
+  std::string half_to_float(DType t, const std::string& raw) override {
+    return (t == DType::F16 ? "kiln_h2f(" : "kiln_bf2f(") + raw + ")";
   }
-
-  std::string load_expr(const Inst& in) {
-    DType t = p_.globals[static_cast<size_t>(p_.insts[in.src[0]].arg[0])];
-    std::string raw = v(in.src[0]) + "[" + v(in.src[1]) + "]";
-    std::string val = t == DType::F16    ? "kiln_h2f(" + raw + ")"
-                      : t == DType::BF16 ? "kiln_bf2f(" + raw + ")"
-                                         : raw;
-    if (in.src.size() > 2) val = "(" + v(in.src[2]) + " ? " + val + " : 0)";
-    return val;
+  std::string float_to_half(DType t, const std::string& val) override {
+    return (t == DType::F16 ? "kiln_f2h(" : "kiln_f2bf(") + val + ")";
   }
-
-  std::string alu(const Inst& in) {
-    auto a = [&](int k) { return v(in.src[static_cast<size_t>(k)]); };
-    DType t = in.dtype;
-    bool f = is_float(t), f64 = t == DType::F64;
-    std::string sfx = f64 ? "" : "f";
-    switch (in.op) {
-      case Op::EXP2: {
-        const Inst& m = p_.insts[in.src[0]];  // exp(x) is built as exp2(x * log2(e))
-        if (!f64 && m.op == Op::MUL)
-          for (int k = 0; k < 2; k++) {
-            const Inst& c = p_.insts[m.src[static_cast<size_t>(k)]];
-            if (c.op == Op::CONST && static_cast<float>(c.fval) == static_cast<float>(1.4426950408889634))
-              return "kiln_expf(" + v(m.src[static_cast<size_t>(1 - k)]) + ")";
-          }
-        return (f64 ? "exp2(" : "kiln_exp2f(") + a(0) + ")";
-      }
-      case Op::LOG2: return (f64 ? "log2(" : "kiln_log2f(") + a(0) + ")";
-      case Op::SIN: return "sin" + sfx + "(" + a(0) + ")";
-      case Op::SQRT: return "sqrt" + sfx + "(" + a(0) + ")";
-      case Op::TRUNC: return "trunc" + sfx + "(" + a(0) + ")";
-      case Op::RECIP: return (f64 ? "1.0/" : "1.0f/") + a(0);
-      case Op::CAST: {
-        DType from = p_.insts[in.src[0]].dtype;
-        if (t == DType::Bool) return "(" + a(0) + " != 0)";
-        if (t == DType::F16) return "kiln_h2f(kiln_f2h((float)" + a(0) + "))";
-        if (t == DType::BF16) return "kiln_bf2f(kiln_f2bf((float)" + a(0) + "))";
-        (void)from;
-        return std::string("(") + value_type(t) + ")" + a(0);
-      }
-      case Op::BITCAST: {
-        DType from = p_.insts[in.src[0]].dtype;
-        if (is_half(t) || is_half(from)) throw Error("kiln.render_c: BITCAST of half types is not supported");
-        return std::string("({ ") + value_type(t) + " t_; __builtin_memcpy(&t_, &" + a(0) +
-               ", sizeof t_); t_; })";
-      }
-      case Op::ADD: return a(0) + " + " + a(1);
-      case Op::MUL:  // a * recip(b) is an IEEE division: correctly rounded, as a / b is
-        for (int k = 0; k < 2; k++) {
-          const Inst& r = p_.insts[in.src[static_cast<size_t>(k)]];
-          if (r.op == Op::RECIP && f) return a(1 - k) + " / " + v(r.src[0]);
-        }
-        return a(0) + " * " + a(1);
-      case Op::MAX:
-        if (f)
-          return "(((" + a(0) + " != " + a(0) + ") | (" + a(0) + " > " + a(1) + ")) ? " + a(0) + " : " +
-                 a(1) + ")";
-        return "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
-      case Op::IDIV: return "(" + a(1) + " == 0 ? 0 : " + a(0) + " / " + a(1) + ")";
-      case Op::MOD: return "(" + a(1) + " == 0 ? 0 : " + a(0) + " % " + a(1) + ")";
-      case Op::CMPLT: return a(0) + " < " + a(1);
-      case Op::CMPNE: return a(0) + " != " + a(1);
-      case Op::AND: return a(0) + " & " + a(1);
-      case Op::OR: return a(0) + " | " + a(1);
-      case Op::XOR: return a(0) + " ^ " + a(1);
-      case Op::SHL: return a(0) + " << (" + a(1) + " & " + std::to_string(dtype_size(t) * 8 - 1) + ")";
-      case Op::SHR: return a(0) + " >> (" + a(1) + " & " + std::to_string(dtype_size(t) * 8 - 1) + ")";
-      case Op::WHERE: return a(0) + " ? " + a(1) + " : " + a(2);
-      case Op::MULACC: return a(0) + " * " + a(1) + " + " + a(2);
-      default: break;
-    }
-    throw Error(std::string("kiln.render_c: no C rendering for ") + ir::op_name(in.op));
+  std::string bitcast(DType to, DType, const std::string& x) override {
+    return std::string("({ ") + value_type(to) + " t_; __builtin_memcpy(&t_, &" + x + ", sizeof t_); t_; })";
   }
 
   // An innermost reduce loop whose accumulators only add or multiply may be vectorized with the
@@ -270,8 +144,7 @@ class Renderer {
       const Inst& in = p_.insts[j];
       if (in.op == Op::RANGE) return "";  // not the innermost loop
       if (in.op == Op::ENDRANGE) break;
-      if (in.arg.size() == 1 && in.arg[0] == 1 && !in.src.empty() &&
-          p_.insts[in.src[0]].op == Op::DEFINE_ACC) {
+      if (accumulates(in)) {
         if (in.op != Op::ADD && in.op != Op::MUL) return "";
         clause += std::string(" reduction(") + (in.op == Op::ADD ? "+" : "*") + ":" + v(in.src[0]) + ")";
       }
@@ -288,74 +161,35 @@ class Renderer {
     return false;
   }
 
-  void line(int i) {
-    const Inst& in = p_.insts[i];
-    switch (in.op) {
-      case Op::DEFINE_GLOBAL: names_[i] = "data" + std::to_string(in.arg[0]); return;
-      case Op::CONST: names_[i] = literal(in); return;
-      case Op::RANGE: {
-        const char* prefix = in.arg[2] == ir::kUpcastRange   ? "uidx"
-                             : in.arg[2] == ir::kReduceRange ? "ridx"
-                                                             : "gidx";
-        std::string n = prefix + std::to_string(in.arg[0]);
-        names_[i] = n;
-        std::string lo = in.arg[3] ? "start" : "0", hi = in.arg[3] ? "end" : std::to_string(in.arg[1]);
-        if (in.arg[2] == ir::kUpcastRange)  // independent lanes: vectorize the innermost, unroll outer ones
-          out(i + 1 < static_cast<int>(p_.insts.size()) && inner_range(i) ? "#pragma GCC unroll 8"
-                                                                          : "#pragma omp simd");
-        if (in.arg[2] == ir::kReduceRange && in.arg.size() > 4 && in.arg[4]) {
-          std::string red = simd_reduction(i);
-          if (!red.empty()) out("#pragma omp simd" + red);
-        }
-        out("for (int64_t " + n + " = " + lo + "; " + n + " < " + hi + "; " + n + "++) {");
-        indent_++;
-        return;
-      }
-      case Op::ENDRANGE:
-        indent_--;
-        out("}");
-        return;
-      case Op::LOAD: def(i, "val", load_expr(in)); return;
-      case Op::DEFINE_ACC:
-        if (in.arg.size() >= 4) {  // one accumulator per upcast lane: acc5[uidx3*8+uidx4]
-          std::string a = "acc" + std::to_string(i), lanes = std::to_string(in.arg[1]), index;
-          for (size_t k = 2; k + 1 < in.arg.size(); k += 2) {
-            std::string u = "uidx" + std::to_string(in.arg[k]);
-            index = index.empty() ? u : "(" + index + ")*" + std::to_string(in.arg[k + 1]) + "+" + u;
-          }
-          out(std::string(value_type(in.dtype)) + " " + a + "[" + lanes + "];");
-          out("for (int l = 0; l < " + lanes + "; l++) " + a + "[l] = " + v(in.src[0]) + ";");
-          names_[i] = a + "[" + index + "]";
-          return;
-        }
-        def(i, "acc", v(in.src[0]));
-        return;
-      case Op::STORE: {
-        DType t = p_.globals[static_cast<size_t>(p_.insts[in.src[0]].arg[0])];
-        std::string val = v(in.src[2]);
-        if (t == DType::F16) val = "kiln_f2h(" + val + ")";
-        if (t == DType::BF16) val = "kiln_f2bf(" + val + ")";
-        out(v(in.src[0]) + "[" + v(in.src[1]) + "] = " + val + ";");
-        return;
-      }
-      default:
-        if (in.arg.size() == 1 && in.arg[0] == 1 && p_.insts[in.src[0]].op == Op::DEFINE_ACC) {  // accumulate
-          names_[i] = v(in.src[0]);
-          out(v(in.src[0]) + " = " + alu(in) + ";");
-          return;
-        }
-        def(i, "alu", alu(in));
+  void range(int i) override {
+    const Inst& in = p_.insts[static_cast<size_t>(i)];
+    const char* prefix = in.arg[2] == ir::kUpcastRange ? "uidx" : in.arg[2] == ir::kReduceRange ? "ridx" : "gidx";
+    std::string n = prefix + std::to_string(in.arg[0]);
+    names_[static_cast<size_t>(i)] = n;
+    std::string lo = in.arg[3] ? "start" : "0", hi = in.arg[3] ? "end" : std::to_string(in.arg[1]);
+    if (in.arg[2] == ir::kUpcastRange)  // independent lanes: vectorize the innermost, unroll outer ones
+      out(i + 1 < static_cast<int>(p_.insts.size()) && inner_range(i) ? "#pragma GCC unroll 8" : "#pragma omp simd");
+    if (in.arg[2] == ir::kReduceRange && in.arg.size() > 4 && in.arg[4]) {
+      std::string red = simd_reduction(i);
+      if (!red.empty()) out("#pragma omp simd" + red);
     }
+    out("for (int64_t " + n + " = " + lo + "; " + n + " < " + hi + "; " + n + "++) {");
+    indent_++;
   }
 
-  const Program& p_;
-  std::vector<std::string> names_;
-  std::ostringstream os_;
-  int indent_ = 0;
+  void end_range(int) override {
+    indent_--;
+    out("}");
+  }
+
+  void store(int i) override {
+    const Inst& in = p_.insts[static_cast<size_t>(i)];
+    out(v(in.src[0]) + "[" + v(in.src[1]) + "] = " + store_value(in) + ";");
+  }
 };
 
 }  // namespace
 
-std::string render_c(const Program& p) { return Renderer(p).run(); }
+std::string render_c(const Program& p) { return CRenderer(p).run(); }
 
 }  // namespace kiln::codegen

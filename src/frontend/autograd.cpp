@@ -173,9 +173,8 @@ void register_leaf(const std::shared_ptr<Tensor::Impl>& impl) {
     // equal values are one node (hash-consing), but two leaves need their own buffers to get
     // their own gradients: give this one a copy
     const Buffer& src = *impl->node->buffer;
-    auto b = std::make_shared<Buffer>(src.dtype, src.numel);
-    if (src.nbytes()) std::memcpy(b->data, src.data, src.nbytes());
-    NodeRef n = ir::make(Op::BUFFER, b->dtype, impl->node->shape, {}, {b->id});
+    auto b = src.to(src.device);
+    NodeRef n = ir::make(Op::BUFFER, b->dtype, impl->node->shape, {}, {b->id, b->device.code()});
     n->buffer = b;
     impl->node = n;
   }

@@ -7,6 +7,7 @@
 namespace kiln {
 
 using frontend::fail;
+using frontend::place;
 using ir::NodeRef;
 using ir::Op;
 
@@ -26,15 +27,16 @@ Tensor full(Shape s, Scalar v, std::optional<DType> dtype) {
                                             : DType::Bool;
   return Tensor(frontend::full(s, v, t));
 }
-Tensor zeros(Shape s, TensorOptions o) { return full(std::move(s), 0.0, o.dtype); }
-Tensor ones(Shape s, TensorOptions o) { return full(std::move(s), 1.0, o.dtype); }
-Tensor zeros_like(const Tensor& t) { return full(t.shape(), 0.0, t.dtype()); }
-Tensor ones_like(const Tensor& t) { return full(t.shape(), 1.0, t.dtype()); }
-Tensor full_like(const Tensor& t, Scalar v) { return full(t.shape(), v, t.dtype()); }
+
+Tensor zeros(Shape s, TensorOptions o) { return place(full(std::move(s), 0.0, o.dtype), o.device); }
+Tensor ones(Shape s, TensorOptions o) { return place(full(std::move(s), 1.0, o.dtype), o.device); }
+Tensor zeros_like(const Tensor& t) { return place(full(t.shape(), 0.0, t.dtype()), t.device()); }
+Tensor ones_like(const Tensor& t) { return place(full(t.shape(), 1.0, t.dtype()), t.device()); }
+Tensor full_like(const Tensor& t, Scalar v) { return place(full(t.shape(), v, t.dtype()), t.device()); }
 
 Tensor arange(int64_t end, TensorOptions o) {
   if (end < 0) fail("arange", "end must be >= 0, got " + std::to_string(end));
-  return Tensor(iota({end}, 0, o.dtype));
+  return place(Tensor(iota({end}, 0, o.dtype)), o.device);
 }
 
 Tensor arange(double start, double end, double step, std::optional<DType> dtype) {
@@ -52,7 +54,11 @@ Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions o) {
   int64_t cols = m ? *m : n;
   check_shape("eye", {n, cols});
   Tensor r(iota({n, cols}, 0, DType::I64)), c(iota({n, cols}, 1, DType::I64));
-  return (r == c).to(o.dtype);
+  return place((r == c).to(o.dtype), o.device);
 }
+
+namespace frontend {
+Tensor place(const Tensor& t, Device d) { return d == default_device() ? t : t.to(d); }
+}  // namespace frontend
 
 }  // namespace kiln

@@ -25,6 +25,8 @@ NodeRef full(const Shape& s, const Scalar& v, DType t);  // exact for int64 valu
 NodeRef ewise(Op op, std::vector<NodeRef> src, DType out);
 // Binary op on two nodes of one dtype, broadcasting shapes.
 NodeRef binary(const std::string& name, Op op, NodeRef a, NodeRef b);
+// A tensor asked for on a device other than the default is made there at once.
+Tensor place(const Tensor& t, Device d);
 NodeRef reduce(Op rop, const NodeRef& x, std::vector<int64_t> axes);  // keepdim shape
 
 }  // namespace kiln::frontend

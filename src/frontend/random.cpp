@@ -10,6 +10,7 @@
 namespace kiln {
 
 using frontend::fail;
+using frontend::place;
 using ir::NodeRef;
 using ir::Op;
 
@@ -115,7 +116,7 @@ Tensor rand(Shape s, Generator& g, TensorOptions o) {
   check_shape("rand", s);
   need_float("rand", o.dtype);
   auto [seed, off] = g.take(numel_of(s));
-  return uniform_bits(s, seed, off, 0).to(o.dtype);
+  return place(uniform_bits(s, seed, off, 0).to(o.dtype), o.device);
 }
 Tensor rand(Shape s, TensorOptions o) { return rand(std::move(s), default_generator(), o); }
 
@@ -126,12 +127,12 @@ Tensor randn(Shape s, Generator& g, TensorOptions o) {
   // Box-Muller: u1 in (0, 1] so log is finite
   Tensor u1 = 1.0 - uniform_bits(s, seed, off, 1), u2 = uniform_bits(s, seed, off, 2);
   Tensor r = (u1.log() * -2.0).sqrt() * (u2 * (2 * std::numbers::pi)).cos();
-  return r.to(o.dtype);
+  return place(r.to(o.dtype), o.device);
 }
 Tensor randn(Shape s, TensorOptions o) { return randn(std::move(s), default_generator(), o); }
 
-Tensor rand_like(const Tensor& t) { return rand(t.shape(), {.dtype = t.dtype()}); }
-Tensor randn_like(const Tensor& t) { return randn(t.shape(), {.dtype = t.dtype()}); }
+Tensor rand_like(const Tensor& t) { return rand(t.shape(), {.dtype = t.dtype(), .device = t.device()}); }
+Tensor randn_like(const Tensor& t) { return randn(t.shape(), {.dtype = t.dtype(), .device = t.device()}); }
 
 Tensor randint(int64_t low, int64_t high, Shape s, Generator& g, TensorOptions o) {
   check_shape("randint", s);
@@ -144,7 +145,7 @@ Tensor randint(int64_t low, int64_t high, Shape s, Generator& g, TensorOptions o
   Tensor u = bits48(s, seed, off, 0).to(DType::F64) * std::ldexp(1.0, -48);
   Tensor k = (u * range).trunc().to(DType::I64);
   k = minimum(k, full({}, Scalar(static_cast<long long>(high - low - 1)), DType::I64));
-  return (k + Scalar(static_cast<long long>(low))).to(o.dtype);
+  return place((k + Scalar(static_cast<long long>(low))).to(o.dtype), o.device);
 }
 Tensor randint(int64_t low, int64_t high, Shape s, TensorOptions o) {
   return randint(low, high, std::move(s), default_generator(), o);
@@ -165,7 +166,7 @@ Tensor normal(double mean, double stdev, Shape s, TensorOptions o) {
   if (!(stdev >= 0)) fail("normal", "std must be >= 0, got " + std::to_string(stdev));
   need_float("normal", o.dtype);
   DType calc = o.dtype == DType::F64 ? DType::F64 : DType::F32;
-  return (randn(std::move(s), {.dtype = calc}) * stdev + mean).to(o.dtype);
+  return (randn(std::move(s), {.dtype = calc, .device = o.device}) * stdev + mean).to(o.dtype);
 }
 
 Tensor uniform(double low, double high, Shape s, TensorOptions o) {
@@ -173,7 +174,7 @@ Tensor uniform(double low, double high, Shape s, TensorOptions o) {
     fail("uniform", "needs low <= high, got low=" + std::to_string(low) + " high=" + std::to_string(high));
   need_float("uniform", o.dtype);
   DType calc = o.dtype == DType::F64 ? DType::F64 : DType::F32;
-  return (rand(std::move(s), {.dtype = calc}) * (high - low) + low).to(o.dtype);
+  return (rand(std::move(s), {.dtype = calc, .device = o.device}) * (high - low) + low).to(o.dtype);
 }
 
 Tensor randperm(int64_t n, Generator& g, TensorOptions o) {
@@ -185,7 +186,7 @@ Tensor randperm(int64_t n, Generator& g, TensorOptions o) {
   Tensor idx = arange(n);
   Tensor ki = key.unsqueeze(1), kj = key.unsqueeze(0);
   Tensor before = (kj < ki) | ((kj == ki) & (idx.unsqueeze(0) < idx.unsqueeze(1)));
-  return before.to(DType::I64).sum(1).to(o.dtype);
+  return place(before.to(DType::I64).sum(1).to(o.dtype), o.device);
 }
 Tensor randperm(int64_t n, TensorOptions o) { return randperm(n, default_generator(), o); }
 

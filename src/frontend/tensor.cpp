@@ -36,18 +36,24 @@ int64_t Tensor::size(int64_t d) const { return shape()[frontend::norm_dim("size"
 
 namespace {
 NodeRef buffer_node(const std::shared_ptr<Buffer>& b, const Shape& s) {
-  NodeRef n = ir::make(ir::Op::BUFFER, b->dtype, s, {}, {b->id});
+  NodeRef n = ir::make(ir::Op::BUFFER, b->dtype, s, {}, {b->id, b->device.code()});
   n->buffer = b;
   return n;
 }
 }  // namespace
 
 void realize(const std::vector<Tensor>& ts) {
-  std::vector<NodeRef> roots;
-  for (auto& t : ts)
-    if (t.node()->op != ir::Op::BUFFER) roots.push_back(t.node());
-  if (roots.empty()) return;
-  runtime::realize(roots);
+  // one schedule per device, in the order the devices first appear
+  std::vector<std::pair<Device, std::vector<NodeRef>>> groups;
+  for (auto& t : ts) {
+    if (t.node()->op == ir::Op::BUFFER) continue;
+    Device d = t.device();
+    auto g = std::find_if(groups.begin(), groups.end(), [&](auto& e) { return e.first == d; });
+    if (g == groups.end()) g = groups.insert(groups.end(), {d, {}});
+    g->second.push_back(t.node());
+  }
+  if (groups.empty()) return;
+  for (auto& [d, roots] : groups) runtime::realize(roots, d);
   // the tensors now point at their buffers, so the graph behind them can be freed (unless autograd
   // will differentiate through it: then the realized node keeps its graph and its buffer)
   for (auto& t : ts) {
@@ -55,6 +61,27 @@ void realize(const std::vector<Tensor>& ts) {
     if (n->op != ir::Op::BUFFER && !autograd::graph_requires_grad(n)) n = buffer_node(n->buffer, n->shape);
     if (t.impl_->leaf && n->op == ir::Op::BUFFER) autograd::register_leaf(t.impl_);  // after assign_
   }
+}
+
+Device Tensor::device() const {
+  const NodeRef& n = node();
+  if (n->device >= 0) return Device::from_code(n->device);
+  if (n->buffer) return n->buffer->device;
+  return default_device();
+}
+
+Tensor Tensor::to(Device d) const {
+  if (device() == d) return *this;
+  const NodeRef& n = node();
+  if (n->device < 0 && !n->buffer) {  // constants: computed where they are wanted
+    runtime::realize({n}, d);
+    // the constant node is shared (hash-consed) with graphs on other devices: take its buffer away
+    std::shared_ptr<Buffer> b = std::move(n->buffer);
+    n->buffer = nullptr;
+    return Tensor(buffer_node(b, n->shape));
+  }
+  realize();
+  return Tensor(buffer_node(node()->buffer->to(d), shape()));
 }
 
 const Tensor& Tensor::realize() const {
@@ -65,7 +92,8 @@ const Tensor& Tensor::realize() const {
 template <class T>
 std::vector<T> Tensor::to_vector() const {
   realize();
-  const Buffer& b = *node()->buffer;
+  std::shared_ptr<const Buffer> hb = on_host(node()->buffer);
+  const Buffer& b = *hb;
   std::vector<T> out(static_cast<size_t>(b.numel));
   for (int64_t k = 0; k < b.numel; k++) {
     if constexpr (std::is_floating_point_v<T>)
@@ -168,7 +196,7 @@ void print_rec(std::ostringstream& os, const std::vector<std::string>& el, size_
 
 std::string Tensor::str() const {
   realize();
-  std::vector<std::string> el = format_elements(*node()->buffer);
+  std::vector<std::string> el = format_elements(*on_host(node()->buffer));
   size_t width = 0;
   for (auto& e : el) width = std::max(width, e.size());
   std::ostringstream os;
@@ -190,8 +218,8 @@ Tensor from_buffer(const void* data, Shape shape, DType dtype) {
     if (d < 0) fail("tensor", "negative dimension in shape " + shape_str(shape));
     n *= d;
   }
-  auto b = std::make_shared<Buffer>(dtype, n);
-  if (n) std::memcpy(b->data, data, b->nbytes());
+  auto b = std::make_shared<Buffer>(dtype, n, default_device());
+  upload(*b, data);
   return Tensor(buffer_node(b, shape));
 }
 

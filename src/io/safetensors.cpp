@@ -229,7 +229,8 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
   f.write(header.data(), header.size());
   std::vector<char> scratch;
   for (auto& [name, t] : order) {
-    const Buffer& b = *t.node()->buffer;
+    std::shared_ptr<const Buffer> hb = on_host(t.node()->buffer);
+    const Buffer& b = *hb;
     if (b.nbytes() == 0) continue;
     if constexpr (std::endian::native == std::endian::little) {
       f.write(b.data, b.nbytes());

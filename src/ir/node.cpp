@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "kiln/device.h"
 #include "kiln/error.h"
 
 namespace kiln::ir {
@@ -98,6 +99,19 @@ NodeRef make(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vec
   n->arg = std::move(arg);
   n->fval = fval;
   n->hash = content_hash(*n);
+  n->device = op == Op::BUFFER ? static_cast<int8_t>(n->arg.size() > 1 ? n->arg[1] : 0) : -1;
+  for (auto& s : n->src) {
+    if (s->device < 0 || s->device == n->device) continue;
+    if (n->device >= 0) {
+      std::string a, b;
+      for (auto& x : n->src)
+        if (x->device >= 0) (x->device == n->device ? a : b) = x->str();
+      throw Error(std::string("kiln.") + op_name(op) + ": inputs on different devices: " +
+                  Device::from_code(n->device).str() + " (" + a + ") and " + Device::from_code(s->device).str() +
+                  " (" + b + "); move one with .to(device)");
+    }
+    n->device = s->device;
+  }
   Table& t = table();
   std::lock_guard<std::mutex> lock(t.mu);
   auto [lo, hi] = t.map.equal_range(n->hash);

@@ -27,6 +27,9 @@ struct Node {
   std::vector<int64_t> arg;  // op-specific integers (axes, perm, pads, const value bits ...)
   double fval = 0;           // CONST value for float dtypes
   uint64_t hash = 0;         // content hash (BUFFER hashes its id)
+  // Where the value lives: -1 for graphs of constants (placed at realize), else Device::code() of
+  // the buffers it reads (BUFFER arg[1]). A function of the content, so hash-consing keeps it.
+  int8_t device = -1;
 
   // BUFFER nodes hold their storage; any node may be realized into a buffer (its value, computed).
   mutable std::shared_ptr<Buffer> buffer;

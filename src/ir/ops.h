@@ -73,7 +73,7 @@ bool is_comparison(Op op);  // CMPLT, CMPNE: result is bool
 //   binary sources share one dtype; comparisons return bool; WHERE(cond: bool, a, b).
 // - CONST: the value (fval for floats, arg[0] for ints/bool) everywhere in its shape.
 // - IOTA arg {d}: the element's index along dim d.
-// - BUFFER arg {id}: node->buffer holds the data, contiguous row-major.
+// - BUFFER arg {id, device code}: node->buffer holds the data, contiguous row-major.
 // - REDUCE arg {reduce op (ADD, MUL or MAX as int), axes...}: output keeps reduced dims as 1.
 // - RESHAPE: node shape is the new shape. PERMUTE arg = perm (out dim i is in dim perm[i]).
 //   EXPAND: size-1 dims grow to the node shape. PAD arg {before0, after0, before1, ...} fills 0.

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "kiln/error.h"
+#include "runtime/cuda/allocator.h"
+#include "runtime/cuda/copy.h"
 
 namespace kiln {
 
@@ -62,11 +64,61 @@ Buffer::Buffer(DType dtype_, int64_t numel_, Device device_)
     : dtype(dtype_), numel(numel_), device(device_), id(next_buffer_id++) {
   if (numel < 0) throw Error("Buffer: negative size " + std::to_string(numel));
   size_t bytes = nbytes();
+  if (device.is_cuda()) {
+    data = reinterpret_cast<void*>(runtime::cuda::device_alloc(device.index, bytes));
+    return;
+  }
   data = pool().get(rounded(bytes));
   if (!data) throw Error("Buffer: out of host memory allocating " + std::to_string(bytes) + " bytes");
 }
 
-Buffer::~Buffer() { pool().put(data, rounded(nbytes())); }
+Buffer::~Buffer() {
+  if (device.is_cuda())
+    runtime::cuda::device_free(device.index, reinterpret_cast<runtime::cuda::CUdeviceptr>(data), nbytes());
+  else
+    pool().put(data, rounded(nbytes()));
+}
+
+void copy_buffer(Buffer& dst, const Buffer& src) {
+  if (dst.nbytes() != src.nbytes())
+    throw Error("copy_buffer: sizes differ (" + std::to_string(dst.nbytes()) + " and " +
+                std::to_string(src.nbytes()) + " bytes)");
+  size_t n = src.nbytes();
+  if (!n) return;
+  auto dev = [](const Buffer& b) { return reinterpret_cast<runtime::cuda::CUdeviceptr>(b.data); };
+  if (dst.device.is_cpu() && src.device.is_cpu())
+    std::memcpy(dst.data, src.data, n);
+  else if (dst.device.is_cpu())
+    runtime::cuda::download(src.device.index, dst.data, dev(src), n);
+  else if (src.device.is_cpu())
+    runtime::cuda::upload(dst.device.index, dev(dst), src.data, n);
+  else if (dst.device == src.device)
+    runtime::cuda::copy_device(dst.device.index, dev(dst), dev(src), n);
+  else {  // between two GPUs: through the host
+    Buffer tmp(src.dtype, src.numel);
+    copy_buffer(tmp, src);
+    copy_buffer(dst, tmp);
+  }
+}
+
+void upload(Buffer& dst, const void* host) {
+  if (!dst.nbytes()) return;
+  if (dst.device.is_cpu())
+    std::memcpy(dst.data, host, dst.nbytes());
+  else
+    runtime::cuda::upload(dst.device.index, reinterpret_cast<runtime::cuda::CUdeviceptr>(dst.data), host,
+                          dst.nbytes());
+}
+
+std::shared_ptr<Buffer> Buffer::to(Device d) const {
+  auto b = std::make_shared<Buffer>(dtype, numel, d);
+  copy_buffer(*b, *this);
+  return b;
+}
+
+std::shared_ptr<const Buffer> on_host(const std::shared_ptr<const Buffer>& b) {
+  return b->device.is_cpu() ? b : b->to(Device::cpu());
+}
 
 double Buffer::get_f(int64_t k) const {
   const char* p = static_cast<const char*>(data);

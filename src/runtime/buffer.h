@@ -1,4 +1,5 @@
-// Device memory for realized tensors (CPU: aligned host memory). Contiguous, row-major.
+// Memory for realized tensors: aligned host memory on the CPU, device memory from the caching
+// allocator on CUDA. Contiguous, row-major.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -17,14 +18,23 @@ struct Buffer {
   DType dtype;
   int64_t numel;
   Device device;
-  void* data = nullptr;  // host pointer on CPU
+  void* data = nullptr;  // host pointer on CPU, device address on CUDA
   int64_t id;            // unique, names the BUFFER node
   size_t nbytes() const { return static_cast<size_t>(numel) * dtype_size(dtype); }
-  // element k as double / int64 (host reads, used by the interpreter and printing)
+  // A copy on another device (or the same one).
+  std::shared_ptr<Buffer> to(Device d) const;
+  // element k as double / int64 (host buffers only: the interpreter and printing)
   double get_f(int64_t k) const;
   int64_t get_i(int64_t k) const;
   void set_f(int64_t k, double v);
   void set_i(int64_t k, int64_t v);
 };
+
+// Copies src's bytes into dst (same size; any two devices).
+void copy_buffer(Buffer& dst, const Buffer& src);
+// b itself if it is on the CPU, else a host copy (for the interpreter, printing, files).
+std::shared_ptr<const Buffer> on_host(const std::shared_ptr<const Buffer>& b);
+// Fills a buffer with bytes from host memory (any device).
+void upload(Buffer& dst, const void* host);
 
 }  // namespace kiln

@@ -197,7 +197,8 @@ Array gather(const Array& in, const Shape& out_shape, F map) {
 }
 
 Array read_buffer(const Node& n) {
-  const Buffer& b = *n.buffer;
+  std::shared_ptr<const Buffer> hb = on_host(n.buffer);
+  const Buffer& b = *hb;
   if (b.numel != n.numel())
     fail(n, "buffer of " + std::to_string(b.numel) + " " + dtype_name(b.dtype) + " elements does not match");
   Array raw;

@@ -2,6 +2,7 @@
 #include "runtime/realize.h"
 
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "kiln/error.h"
 #include "kiln/tensor.h"
 #include "runtime/buffer.h"
+#include "runtime/cuda/program_cache.h"
 #include "runtime/interpreter.h"
 #include "runtime/program_cache.h"
 #include "runtime/thread_pool.h"
@@ -27,16 +29,16 @@ using ir::NodeRef;
 namespace {
 
 // Lowering is deterministic in the AST (hash-consed) and the opt settings: cache it.
-std::shared_ptr<const codegen::Lowered> lower_cached(const NodeRef& ast) {
+std::shared_ptr<const codegen::Lowered> lower_cached(const NodeRef& ast, codegen::Target target) {
   static std::mutex mu;
   static std::unordered_map<const ir::Node*, std::pair<NodeRef, std::shared_ptr<const codegen::Lowered>>>
-      cache[2];
-  auto& c = cache[settings().noopt ? 1 : 0];
+      cache[4];
+  auto& c = cache[(settings().noopt ? 1 : 0) + (target == codegen::Target::CUDA ? 2 : 0)];
   {
     std::lock_guard<std::mutex> l(mu);
     if (auto it = c.find(ast.get()); it != c.end() && settings().debug < 4) return it->second.second;
   }
-  auto low = std::make_shared<const codegen::Lowered>(codegen::lower(ast));
+  auto low = std::make_shared<const codegen::Lowered>(codegen::lower(ast, target));
   std::lock_guard<std::mutex> l(mu);
   c[ast.get()] = {ast, low};
   return low;
@@ -52,7 +54,9 @@ double tolerance(DType t) {
   }
 }
 
-void validate(const NodeRef& node, const codegen::Program& p, const Buffer& out) {
+void validate(const NodeRef& node, const codegen::Program& p, const std::shared_ptr<Buffer>& buf) {
+  std::shared_ptr<const Buffer> host = on_host(buf);
+  const Buffer& out = *host;
   ref::Array want = ref::evaluate(node, true);
   double tol = tolerance(out.dtype);
   for (int64_t i = 0; i < out.numel; i++) {
@@ -71,27 +75,52 @@ void validate(const NodeRef& node, const codegen::Program& p, const Buffer& out)
   }
 }
 
+// How each kernel of a schedule runs on its device: the compiled programs, ready to launch.
+using Runner = std::function<void(const codegen::Lowered&, std::vector<void*>& bufs)>;
+
+std::vector<Runner> load(const std::vector<std::shared_ptr<const codegen::Lowered>>& lowered, Device device) {
+  std::vector<Runner> out;
+  if (device.is_cuda()) {
+    std::vector<cuda::KernelSource> sources;
+    for (auto& l : lowered) sources.push_back({l->program.name, l->program.symbol, l->source});
+    std::vector<cuda::CUfunction> fns = cuda::load_kernels(device.index, sources);
+    for (auto f : fns)
+      out.push_back([f, device](const codegen::Lowered& l, std::vector<void*>& bufs) {
+        cuda::launch(device.index, f, l.launch, bufs);
+      });
+    return out;
+  }
+  std::vector<KernelSource> sources;
+  for (auto& l : lowered) sources.push_back({l->program.name, l->program.symbol, l->source});
+  for (KernelFn fn : load_programs(sources))
+    out.push_back([fn](const codegen::Lowered& l, std::vector<void*>& bufs) {
+      const codegen::Program& p = l.program;
+      void** args = bufs.data();
+      if (p.outer_size > 1 && p.flops + static_cast<double>(p.outer_size) >= 32768)
+        parallel_for(p.outer_size, [&](int64_t s, int64_t e) { fn(args, s, e); });
+      else
+        fn(args, 0, p.outer_size);
+    });
+  return out;
+}
+
 }  // namespace
 
-void realize(const std::vector<NodeRef>& roots) {
+void realize(const std::vector<NodeRef>& roots, Device device) {
   auto t0 = std::chrono::steady_clock::now();
   std::vector<NodeRef> rewritten = ir::rewrite_graph(roots);
   schedule::Schedule sched = schedule::make_schedule(rewritten);
   stats().schedules++;
 
+  codegen::Target target = device.is_cuda() ? codegen::Target::CUDA : codegen::Target::CPU;
   std::vector<std::shared_ptr<const codegen::Lowered>> lowered;
-  std::vector<KernelSource> sources;
-  for (auto& k : sched.kernels) {
-    lowered.push_back(lower_cached(k.ast));
-    const auto& p = lowered.back()->program;
-    sources.push_back({p.name, p.symbol, lowered.back()->source});
-  }
+  for (auto& k : sched.kernels) lowered.push_back(lower_cached(k.ast, target));
   Stats before = stats();
-  std::vector<KernelFn> fns = load_programs(sources);
+  std::vector<Runner> runners = load(lowered, device);
   auto t1 = std::chrono::steady_clock::now();
 
   int64_t new_bytes = 0;
-  for (auto& n : sched.empty) n->buffer = std::make_shared<Buffer>(n->dtype, 0);
+  for (auto& n : sched.empty) n->buffer = std::make_shared<Buffer>(n->dtype, 0, device);
   for (size_t i = 0; i < sched.kernels.size(); i++) {
     const auto& k = sched.kernels[i];
     const auto& p = lowered[i]->program;
@@ -99,12 +128,16 @@ void realize(const std::vector<NodeRef>& roots) {
     std::vector<void*> bufs;
     int64_t bytes = 0;
     for (auto& o : k.outputs) {
-      outs.push_back(std::make_shared<Buffer>(o->dtype, o->numel()));
+      outs.push_back(std::make_shared<Buffer>(o->dtype, o->numel(), device));
       bufs.push_back(outs.back()->data);
       bytes += static_cast<int64_t>(outs.back()->nbytes());
     }
     new_bytes += bytes;
     for (auto& in : k.inputs) {
+      if (in->buffer->device != device)
+        throw Error("kiln.realize: kernel " + p.name + " runs on " + device.str() + " but reads a " +
+                    shape_str(in->shape) + " " + dtype_name(in->dtype) + " buffer on " +
+                    in->buffer->device.str() + "; move it with .to(" + device.str() + ")");
       bufs.push_back(in->buffer->data);
       bytes += static_cast<int64_t>(in->buffer->nbytes());
     }
@@ -114,15 +147,13 @@ void realize(const std::vector<NodeRef>& roots) {
                 << (k.outputs.size() > 1 ? " (+" + std::to_string(k.outputs.size() - 1) + " outputs)" : "")
                 << ", reads " << k.inputs.size() << " buffers, opts:";
       for (auto& o : lowered[i]->opts) std::cerr << " " << o;
-      std::cerr << (lowered[i]->opts.empty() ? " none" : "") << (p.outer_size > 1 ? ", THREAD" : "") << "\n";
+      std::cerr << (lowered[i]->opts.empty() ? " none" : "")
+                << (p.outer_size > 1 && device.is_cpu() ? ", THREAD" : "") << "\n";
     }
+    if (settings().debug >= 2) synchronize(device);  // time this kernel alone
     auto k0 = std::chrono::steady_clock::now();
-    KernelFn fn = fns[i];
-    void** args = bufs.data();
-    if (p.outer_size > 1 && p.flops + static_cast<double>(k.outputs[0]->numel()) >= 32768)
-      parallel_for(p.outer_size, [&](int64_t s, int64_t e) { fn(args, s, e); });
-    else
-      fn(args, 0, p.outer_size);
+    runners[i](*lowered[i], bufs);
+    if (settings().debug >= 2) synchronize(device);
     auto k1 = std::chrono::steady_clock::now();
     stats().kernels_run++;
     if (settings().debug >= 2) {
@@ -131,7 +162,7 @@ void realize(const std::vector<NodeRef>& roots) {
                    static_cast<double>(bytes) / s * 1e-9, p.flops / s * 1e-9);
     }
     for (size_t o = 0; o < outs.size(); o++) {
-      if (settings().validate) validate(k.outputs[o], p, *outs[o]);
+      if (settings().validate) validate(k.outputs[o], p, outs[o]);
       k.outputs[o]->buffer = outs[o];
     }
   }

@@ -4,10 +4,11 @@
 #include <vector>
 
 #include "ir/node.h"
+#include "kiln/device.h"
 
 namespace kiln::runtime {
 
 // After this, every root has node->buffer set.
-void realize(const std::vector<ir::NodeRef>& roots);
+void realize(const std::vector<ir::NodeRef>& roots, Device device);
 
 }  // namespace kiln::runtime

@@ -1,5 +1,5 @@
 // The CUDA driver and NVRTC, loaded at run time (dlopen): one kiln build runs on machines with and
-// without a GPU. This part finds them and describes the devices; kernels come later.
+// without a GPU. This part finds them and describes the devices.
 #pragma once
 #include <string>
 #include <vector>

@@ -1,0 +1,195 @@
+// CUDA C++ renderer (see render_cuda.h).
+#include "codegen/render_cuda.h"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "codegen/render_base.h"
+#include "ir/node.h"
+#include "kiln/error.h"
+
+namespace kiln::codegen {
+
+using ir::Op;
+
+const char* cuda_prelude() {
+  return R"(typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+#define INFINITY __int_as_float(0x7f800000)
+#define NAN __int_as_float(0x7fffffff)
+/* 16-bit floats are stored as bits and computed in float; the conversions round to nearest even */
+__device__ __forceinline__ float kiln_h2f(uint16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ uint16_t kiln_f2h(float f) { uint16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ float kiln_bf2f(uint16_t h) { return __uint_as_float(((uint32_t)h) << 16); }
+__device__ __forceinline__ uint16_t kiln_f2bf(float f) { uint16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+template <class T, class F> __device__ __forceinline__ T kiln_bitcast(F f) { union { F f; T t; } u; u.f = f; return u.t; }
+template <class T> __device__ __forceinline__ T kiln_shfl(T v, int o) {
+  if constexpr (sizeof(T) < 4) return (T)__shfl_xor_sync(0xffffffffu, (int)v, o);
+  else return __shfl_xor_sync(0xffffffffu, v, o);
+}
+struct kiln_add { template <class T> __device__ T operator()(T a, T b) const { return a + b; } };
+struct kiln_mul { template <class T> __device__ T operator()(T a, T b) const { return a * b; } };
+struct kiln_max { template <class T> __device__ T operator()(T a, T b) const { return ((a != a) | (a > b)) ? a : b; } };
+/* Combines one value per thread of the block; every thread gets the result. blockDim.x is a
+   multiple of 32. The first barrier keeps a previous call's readers ahead of this call's writers. */
+template <class T, class Op> __device__ __forceinline__ T kiln_block_reduce(T v, Op op) {
+  __shared__ T part[32];
+  for (int o = 16; o > 0; o >>= 1) v = op(v, kiln_shfl(v, o));
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = part[0];
+  for (int w = 1; w < (int)(blockDim.x >> 5); w++) v = op(v, part[w]);
+  return v;
+}
+)";
+}
+
+namespace {
+
+class CudaRenderer : public RendererBase {
+ public:
+  explicit CudaRenderer(const Program& p) : RendererBase(p) {}
+
+  CudaKernel run() {
+    CudaKernel k;
+    plan(k.launch);
+    work_ = k.launch.work;
+    block_reduce_ = k.launch.kind == CudaLaunch::Kind::BlockReduce;
+    os_ << "extern \"C\" __global__ void __launch_bounds__(" << k.launch.block << ") " << p_.symbol << "(";
+    for (size_t i = 0; i < p_.globals.size(); i++)
+      os_ << (i ? ", " : "") << (p_.written[i] ? "" : "const ") << storage_type(p_.globals[i])
+          << "* __restrict__ data" << i;
+    os_ << ") {\n";
+    indent_ = 1;
+    if (block_reduce_)
+      out("for (int64_t t = blockIdx.x; t < " + std::to_string(k.launch.work) + "LL; t += gridDim.x) {");
+    else
+      out("for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < " + std::to_string(k.launch.work) +
+          "LL; t += (int64_t)gridDim.x * blockDim.x) {");
+    indent_++;
+    for (size_t i = 0; i < p_.insts.size(); i++) line(static_cast<int>(i));
+    indent_--;
+    out("}");
+    os_ << "}\n";
+    k.source = os_.str();
+    return k;
+  }
+
+ private:
+  // The output loops (all opened first by the linearizer) map onto t; the outermost reduce loop of
+  // each reduce group is split over the block when the reduces are long enough to fill one.
+  void plan(CudaLaunch& l) {
+    std::vector<size_t> stack;
+    std::vector<size_t> globals;
+    int64_t longest = 0;
+    bool lanes = false;
+    for (size_t i = 0; i < p_.insts.size(); i++) {
+      const Inst& in = p_.insts[i];
+      if (in.op == Op::RANGE) {
+        bool top = std::all_of(stack.begin(), stack.end(),
+                               [&](size_t s) { return p_.insts[s].arg[2] == ir::kGlobalRange; });
+        if (in.arg[2] == ir::kGlobalRange) globals.push_back(i);
+        if (in.arg[2] == ir::kUpcastRange) lanes = true;
+        if (in.arg[2] == ir::kReduceRange && top) {
+          split_[i] = {};
+          longest = std::max(longest, in.arg[1]);
+        }
+        stack.push_back(i);
+      } else if (in.op == Op::ENDRANGE) {
+        stack.pop_back();
+      } else if (accumulates(in)) {
+        for (size_t s : stack)
+          if (split_.count(s)) split_[s].push_back(in.src[0]);
+      }
+    }
+    int64_t stride = 1;
+    for (size_t k = globals.size(); k-- > 0;) {
+      stride_[globals[k]] = stride;
+      stride *= p_.insts[globals[k]].arg[1];
+    }
+    l.work = stride;
+    if (!lanes && longest >= 128) {
+      l.kind = CudaLaunch::Kind::BlockReduce;
+      l.block = longest >= 4096 ? 512 : longest >= 1024 ? 256 : 128;
+    } else {
+      split_.clear();
+    }
+  }
+
+  void range(int i) override {
+    const Inst& in = p_.insts[static_cast<size_t>(i)];
+    if (in.arg[2] == ir::kGlobalRange) {  // an output loop: a digit of t
+      std::string n = "gidx" + std::to_string(in.arg[0]);
+      names_[static_cast<size_t>(i)] = n;
+      int64_t stride = stride_.at(static_cast<size_t>(i)), size = in.arg[1];
+      std::string e = stride == 1 ? "t" : "t / " + std::to_string(stride) + "LL";
+      if (stride * size != work_) e = "(" + e + ") % " + std::to_string(size) + "LL";
+      out("int64_t " + n + " = " + e + ";");
+      open_.push_back(-1);
+      return;
+    }
+    std::string n = (in.arg[2] == ir::kUpcastRange ? "uidx" : "ridx") + std::to_string(in.arg[0]);
+    names_[static_cast<size_t>(i)] = n;
+    std::string size = std::to_string(in.arg[1]) + "LL";
+    bool split = split_.count(static_cast<size_t>(i)) > 0;
+    if (split)
+      out("for (int64_t " + n + " = threadIdx.x; " + n + " < " + size + "; " + n + " += blockDim.x) {");
+    else
+      out("for (int64_t " + n + " = 0; " + n + " < " + size + "; " + n + "++) {");
+    open_.push_back(split ? i : -2);
+    indent_++;
+  }
+
+  void end_range(int) override {
+    int r = open_.back();
+    open_.pop_back();
+    if (r == -1) return;  // output loops close with the grid-stride loop
+    indent_--;
+    out("}");
+    if (r < 0) return;
+    for (int acc : split_.at(static_cast<size_t>(r))) {  // combine the block's partial results
+      Op op = static_cast<Op>(p_.insts[static_cast<size_t>(acc)].arg[0]);
+      const char* f = op == Op::ADD ? "kiln_add()" : op == Op::MUL ? "kiln_mul()" : "kiln_max()";
+      out(v(acc) + " = kiln_block_reduce(" + v(acc) + ", " + f + ");");
+    }
+  }
+
+  void store(int i) override {
+    const Inst& in = p_.insts[static_cast<size_t>(i)];
+    std::string s = v(in.src[0]) + "[" + v(in.src[1]) + "] = " + store_value(in) + ";";
+    out(block_reduce_ ? "if (threadIdx.x == 0) " + s : s);
+  }
+
+  std::string exp2(const std::string& x, bool f64) override { return (f64 ? "exp2(" : "exp2f(") + x + ")"; }
+  std::string expf(const std::string& x) override { return "expf(" + x + ")"; }
+  std::string log2(const std::string& x, bool f64) override { return (f64 ? "log2(" : "log2f(") + x + ")"; }
+  std::string half_to_float(DType t, const std::string& raw) override {
+    return (t == DType::F16 ? "kiln_h2f(" : "kiln_bf2f(") + raw + ")";
+  }
+  std::string float_to_half(DType t, const std::string& val) override {
+    return (t == DType::F16 ? "kiln_f2h(" : "kiln_f2bf(") + val + ")";
+  }
+  std::string bitcast(DType to, DType from, const std::string& x) override {
+    return std::string("kiln_bitcast<") + value_type(to) + ", " + value_type(from) + ">(" + x + ")";
+  }
+
+  std::map<size_t, int64_t> stride_;             // output RANGE -> its stride in t
+  std::map<size_t, std::vector<int>> split_;     // reduce RANGE split over the block -> its accumulators
+  std::vector<int> open_;                        // open RANGEs: -1 output, -2 plain loop, else split
+  int64_t work_ = 1;
+  bool block_reduce_ = false;
+};
+
+}  // namespace
+
+CudaKernel render_cuda(const Program& p) { return CudaRenderer(p).run(); }
+
+}  // namespace kiln::codegen

@@ -1,0 +1,29 @@
+// CUDA C++ renderer: linear program -> one `extern "C" __global__` kernel, compiled by NVRTC.
+// The output loops map onto threads in one of two ways, chosen from the program's shape:
+// - Elementwise: the output loops flatten into one index that a grid-stride loop of threads walks.
+// - BlockReduce: one thread block per output element (grid-stride over blocks); each reduce loop is
+//   split over the block's threads and their partial results combined with warp shuffles and shared
+//   memory, so a row reduction (sum, max, softmax's denominators) is one coalesced pass.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "codegen/program.h"
+
+namespace kiln::codegen {
+
+struct CudaLaunch {
+  enum class Kind { Elementwise, BlockReduce } kind = Kind::Elementwise;
+  int64_t work = 1;  // output elements: threads' iterations (Elementwise) or blocks' (BlockReduce)
+  int block = 256;   // threads per block
+};
+
+struct CudaKernel {
+  std::string source;  // without the prelude
+  CudaLaunch launch;
+};
+
+CudaKernel render_cuda(const Program& p);
+const char* cuda_prelude();  // types, half conversions and block reductions shared by all kernels
+
+}  // namespace kiln::codegen

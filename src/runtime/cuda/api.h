@@ -1,0 +1,78 @@
+// The CUDA driver, NVRTC and cuBLASLt entry points kiln uses, loaded at run time with dlopen so one
+// build runs with and without a GPU. Types are the plain integers and pointers of the C APIs.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace kiln::runtime::cuda {
+
+using CUdeviceptr = uint64_t;
+using CUcontext = void*;
+using CUstream = void*;
+using CUevent = void*;
+using CUmodule = void*;
+using CUfunction = void*;
+using CUgraph = void*;
+using CUgraphExec = void*;
+
+struct Api {
+  void* libcuda = nullptr;
+  void* libnvrtc = nullptr;
+  // driver
+  int (*cuInit)(unsigned);
+  int (*cuDriverGetVersion)(int*);
+  int (*cuDeviceGetCount)(int*);
+  int (*cuDeviceGet)(int*, int);
+  int (*cuDeviceGetName)(char*, int, int);
+  int (*cuDeviceGetAttribute)(int*, int, int);
+  int (*cuDeviceTotalMem)(size_t*, int);
+  int (*cuGetErrorString)(int, const char**);
+  int (*cuDevicePrimaryCtxRetain)(CUcontext*, int);
+  int (*cuCtxSetCurrent)(CUcontext);
+  int (*cuCtxSynchronize)();
+  int (*cuMemAlloc)(CUdeviceptr*, size_t);
+  int (*cuMemFree)(CUdeviceptr);
+  int (*cuMemGetInfo)(size_t*, size_t*);
+  int (*cuMemHostAlloc)(void**, size_t, unsigned);
+  int (*cuMemFreeHost)(void*);
+  int (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);
+  int (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);
+  int (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  int (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+  int (*cuStreamCreate)(CUstream*, unsigned);
+  int (*cuStreamSynchronize)(CUstream);
+  int (*cuEventCreate)(CUevent*, unsigned);
+  int (*cuEventRecord)(CUevent, CUstream);
+  int (*cuEventSynchronize)(CUevent);
+  int (*cuEventElapsedTime)(float*, CUevent, CUevent);
+  int (*cuEventDestroy)(CUevent);
+  int (*cuModuleLoadData)(CUmodule*, const void*);
+  int (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
+  int (*cuFuncSetAttribute)(CUfunction, int, int);
+  int (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                        CUstream, void**, void**);
+  int (*cuStreamBeginCapture)(CUstream, int);
+  int (*cuStreamEndCapture)(CUstream, CUgraph*);
+  int (*cuGraphInstantiate)(CUgraphExec*, CUgraph, unsigned long long);
+  int (*cuGraphLaunch)(CUgraphExec, CUstream);
+  int (*cuGraphExecDestroy)(CUgraphExec);
+  int (*cuGraphDestroy)(CUgraph);
+  // NVRTC (nvrtcResult is an int; 0 is success)
+  int (*nvrtcVersion)(int*, int*);
+  int (*nvrtcCreateProgram)(void**, const char*, const char*, int, const char* const*, const char* const*);
+  int (*nvrtcCompileProgram)(void*, int, const char* const*);
+  int (*nvrtcGetProgramLogSize)(void*, size_t*);
+  int (*nvrtcGetProgramLog)(void*, char*);
+  int (*nvrtcGetCUBINSize)(void*, size_t*);
+  int (*nvrtcGetCUBIN)(void*, char*);
+  int (*nvrtcDestroyProgram)(void**);
+  const char* (*nvrtcGetErrorString)(int);
+};
+
+// Loads the libraries and resolves every entry point once; nullptr (and `why`) when unavailable.
+const Api* api(std::string* why = nullptr);
+// Throws kiln::Error "kiln.cuda: <what> failed: <driver message>" when rc is not success.
+void check(int rc, const char* what);
+
+}  // namespace kiln::runtime::cuda

@@ -1,0 +1,67 @@
+// CUDA contexts and streams (see context.h).
+#include "runtime/cuda/context.h"
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "kiln/error.h"
+
+namespace kiln::runtime::cuda {
+
+namespace {
+// CUdevice_attribute values
+constexpr int kAttrMaxThreadsPerBlock = 1, kAttrSharedPerBlockOptin = 97;
+constexpr unsigned kStreamNonBlocking = 1;
+
+std::unique_ptr<Context> create(int ordinal) {
+  const Availability& av = availability();
+  if (!av.available) throw Error("kiln.cuda: CUDA is not available: " + av.reason);
+  if (ordinal < 0 || ordinal >= static_cast<int>(av.devices.size()))
+    throw Error("kiln.cuda: no device cuda:" + std::to_string(ordinal) + " (this machine has " +
+                std::to_string(av.devices.size()) + ")");
+  auto c = std::make_unique<Context>();
+  c->api = api();
+  c->ordinal = ordinal;
+  c->info = av.devices[static_cast<size_t>(ordinal)];
+  int dev = 0;
+  check(c->api->cuDeviceGet(&dev, ordinal), "cuDeviceGet");
+  check(c->api->cuDevicePrimaryCtxRetain(&c->ctx, dev), "cuDevicePrimaryCtxRetain");
+  check(c->api->cuCtxSetCurrent(c->ctx), "cuCtxSetCurrent");
+  check(c->api->cuStreamCreate(&c->stream, kStreamNonBlocking), "cuStreamCreate");
+  c->api->cuDeviceGetAttribute(&c->max_threads_per_block, kAttrMaxThreadsPerBlock, dev);
+  c->api->cuDeviceGetAttribute(&c->shared_per_block_optin, kAttrSharedPerBlockOptin, dev);
+  c->arch = "sm_" + std::to_string(c->info.major) + std::to_string(c->info.minor);
+  return c;
+}
+}  // namespace
+
+Context& context(int ordinal) {
+  static std::mutex mu;
+  static std::vector<std::unique_ptr<Context>>* all = new std::vector<std::unique_ptr<Context>>();
+  thread_local CUcontext current = nullptr;
+  Context* c = nullptr;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    if (ordinal >= 0 && static_cast<size_t>(ordinal) < all->size() && (*all)[static_cast<size_t>(ordinal)])
+      c = (*all)[static_cast<size_t>(ordinal)].get();
+    else {
+      auto made = create(ordinal);
+      if (all->size() <= static_cast<size_t>(ordinal)) all->resize(static_cast<size_t>(ordinal) + 1);
+      c = made.get();
+      (*all)[static_cast<size_t>(ordinal)] = std::move(made);
+    }
+  }
+  if (current != c->ctx) {
+    check(c->api->cuCtxSetCurrent(c->ctx), "cuCtxSetCurrent");
+    current = c->ctx;
+  }
+  return *c;
+}
+
+void synchronize(int ordinal) {
+  Context& c = context(ordinal);
+  check(c.api->cuStreamSynchronize(c.stream), "cuStreamSynchronize");
+}
+
+}  // namespace kiln::runtime::cuda

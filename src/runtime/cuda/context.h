@@ -1,0 +1,28 @@
+// One CUDA device in use: its primary context, the stream kiln queues all work on, and the limits
+// kernels are sized by. Created on first use; every thread that touches the device makes it current.
+#pragma once
+#include <string>
+
+#include "runtime/cuda/api.h"
+#include "runtime/cuda/driver.h"
+
+namespace kiln::runtime::cuda {
+
+struct Context {
+  const Api* api = nullptr;
+  int ordinal = 0;
+  CUcontext ctx = nullptr;
+  CUstream stream = nullptr;
+  DeviceInfo info;
+  int max_threads_per_block = 1024;
+  int shared_per_block_optin = 48 * 1024;
+  std::string arch;  // "sm_90"
+};
+
+// The context of cuda:ordinal, current on the calling thread. Throws kiln::Error saying why CUDA is
+// unavailable (no driver, no device, no NVRTC) or that the ordinal does not exist.
+Context& context(int ordinal);
+// Waits for the device's stream.
+void synchronize(int ordinal);
+
+}  // namespace kiln::runtime::cuda

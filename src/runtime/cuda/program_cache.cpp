@@ -1,0 +1,165 @@
+// NVRTC compilation and the CUDA program cache (see program_cache.h).
+#include "runtime/cuda/program_cache.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+#include <unordered_map>
+
+#include "kiln/debug.h"
+#include "kiln/error.h"
+#include "runtime/cuda/context.h"
+#include "runtime/file_util.h"
+#include "runtime/program_cache.h"
+
+namespace kiln::runtime::cuda {
+
+namespace {
+
+struct Cache {
+  std::mutex mu;
+  std::unordered_map<std::string, CUfunction> fns;    // ordinal:key -> kernel
+  std::unordered_map<std::string, CUmodule> modules;  // ordinal:cubin file -> loaded module
+};
+
+Cache& cache() {
+  static Cache* c = new Cache();  // modules stay loaded for the process lifetime
+  return *c;
+}
+
+std::string hex(uint64_t v) {
+  char b[20];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+std::vector<std::string> options(const Context& c) {
+  return {"--gpu-architecture=" + c.arch, "-std=c++17", "--fmad=true", "-default-device"};
+}
+
+std::string compiler_id(const Context& c) {
+  std::string id = "nvrtc " + std::to_string(availability().nvrtc_major) + "." +
+                   std::to_string(availability().nvrtc_minor);
+  for (auto& o : options(c)) id += " " + o;
+  return id + "\n" + codegen::cuda_prelude();
+}
+
+// Compiles one translation unit to a cubin; errors carry the NVRTC log and the source.
+std::string compile(const Context& c, const std::string& src, const std::string& what) {
+  const Api* a = c.api;
+  void* prog = nullptr;
+  if (int rc = a->nvrtcCreateProgram(&prog, src.c_str(), "kiln.cu", 0, nullptr, nullptr))
+    throw Error(std::string("kiln.cuda: nvrtcCreateProgram failed: ") + a->nvrtcGetErrorString(rc));
+  std::vector<std::string> opts = options(c);
+  std::vector<const char*> argv;
+  for (auto& o : opts) argv.push_back(o.c_str());
+  int rc = a->nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  size_t log_size = 0;
+  a->nvrtcGetProgramLogSize(prog, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size) a->nvrtcGetProgramLog(prog, log.data());
+  if (rc != 0) {
+    a->nvrtcDestroyProgram(&prog);
+    throw Error("kiln.cuda: NVRTC could not compile " + what + ": " + a->nvrtcGetErrorString(rc) + "\n" + log +
+                "\nsource:\n" + src);
+  }
+  size_t n = 0;
+  a->nvrtcGetCUBINSize(prog, &n);
+  std::string cubin(n, '\0');
+  a->nvrtcGetCUBIN(prog, cubin.data());
+  a->nvrtcDestroyProgram(&prog);
+  stats().compiler_invocations++;
+  return cubin;
+}
+
+CUmodule load_module(Context& c, const std::string& path, const std::string* bytes) {
+  Cache& k = cache();
+  std::string key = std::to_string(c.ordinal) + ":" + path;
+  if (auto it = k.modules.find(key); it != k.modules.end()) return it->second;
+  std::optional<std::string> data;
+  if (!bytes) {
+    data = read_file(path);
+    if (!data) return nullptr;
+    bytes = &*data;
+  }
+  CUmodule m = nullptr;
+  if (c.api->cuModuleLoadData(&m, bytes->data()) != 0) return nullptr;
+  k.modules[key] = m;
+  return m;
+}
+
+CUfunction get_function(Context& c, CUmodule m, const std::string& symbol) {
+  CUfunction f = nullptr;
+  if (!m || c.api->cuModuleGetFunction(&f, m, symbol.c_str()) != 0) return nullptr;
+  return f;
+}
+
+}  // namespace
+
+std::vector<CUfunction> load_kernels(int ordinal, const std::vector<KernelSource>& kernels) {
+  Context& c = context(ordinal);
+  Cache& k = cache();
+  std::lock_guard<std::mutex> l(k.mu);
+  const std::string id = compiler_id(c);
+  const std::string& dir = settings().cache_dir;
+  std::vector<CUfunction> fns(kernels.size());
+  std::vector<std::string> keys(kernels.size());
+  std::vector<size_t> missing;
+  std::string prefix = std::to_string(ordinal) + ":";
+  for (size_t i = 0; i < kernels.size(); i++) {
+    keys[i] = hex(hash_string(kernels[i].source, hash_string(id)));
+    if (auto it = k.fns.find(prefix + keys[i]); it != k.fns.end()) {
+      fns[i] = it->second;
+      stats().memory_cache_hits++;
+      continue;
+    }
+    if (auto file = read_file(dir + "/cu_" + keys[i] + ".idx")) {
+      if ((fns[i] = get_function(c, load_module(c, dir + "/" + *file, nullptr), kernels[i].symbol))) {
+        k.fns[prefix + keys[i]] = fns[i];
+        stats().disk_cache_hits++;
+        continue;
+      }
+    }
+    missing.push_back(i);
+  }
+  if (missing.empty()) return fns;
+
+  std::string src = codegen::cuda_prelude(), what, all_keys;
+  std::unordered_map<std::string, bool> emitted;
+  for (size_t i : missing) {
+    if (emitted[kernels[i].symbol]) continue;
+    emitted[kernels[i].symbol] = true;
+    src += "\n" + kernels[i].source;
+    what += (what.empty() ? "" : ", ") + kernels[i].name;
+    all_keys += keys[i];
+  }
+  std::string cubin = compile(c, src, what);
+  make_dirs(dir);
+  std::string file = "b_" + hex(hash_string(all_keys, hash_string(id))) + ".cubin";
+  write_file_atomic(dir + "/" + file, cubin);
+  CUmodule m = load_module(c, dir + "/" + file, &cubin);
+  if (!m) throw Error("kiln.cuda: the driver could not load the compiled kernels " + what);
+  for (size_t i : missing) {
+    fns[i] = get_function(c, m, kernels[i].symbol);
+    if (!fns[i]) throw Error("kiln.cuda: kernel " + kernels[i].name + " missing from " + file);
+    k.fns[prefix + keys[i]] = fns[i];
+    write_file_atomic(dir + "/cu_" + keys[i] + ".idx", file);
+    stats().kernels_compiled++;
+  }
+  return fns;
+}
+
+void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::vector<void*>& bufs) {
+  Context& c = context(ordinal);
+  int64_t per_sm = l.kind == codegen::CudaLaunch::Kind::BlockReduce ? 2048 / l.block * 4 : 2048 / l.block * 2;
+  int64_t want = l.kind == codegen::CudaLaunch::Kind::BlockReduce ? l.work : (l.work + l.block - 1) / l.block;
+  int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(want, per_sm * c.info.multiprocessors));
+  std::vector<void*> params;
+  params.reserve(bufs.size());
+  for (auto& b : bufs) params.push_back(const_cast<void*>(static_cast<const void*>(&b)));
+  check(c.api->cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, static_cast<unsigned>(l.block), 1, 1, 0,
+                              c.stream, params.data(), nullptr),
+        "cuLaunchKernel");
+}
+
+}  // namespace kiln::runtime::cuda

@@ -1,0 +1,23 @@
+// Compiled CUDA kernels: NVRTC compiles for the device's own architecture (sm_90 on Hopper); the
+// cubins are cached in memory and on disk (KILN_CACHE_DIR), keyed by the content hash of (source,
+// architecture, NVRTC version, options). All kernels a schedule still needs compile in one call.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "codegen/render_cuda.h"
+#include "runtime/cuda/api.h"
+
+namespace kiln::runtime::cuda {
+
+struct KernelSource {
+  std::string name;    // for messages
+  std::string symbol;  // the extern "C" kernel name
+  std::string source;  // CUDA C++ without the prelude
+};
+
+std::vector<CUfunction> load_kernels(int ordinal, const std::vector<KernelSource>& kernels);
+// Launches f on the device's stream over bufs (device addresses, one per kernel parameter).
+void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::vector<void*>& bufs);
+
+}  // namespace kiln::runtime::cuda

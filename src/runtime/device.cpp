@@ -1,0 +1,54 @@
+// The default device (KILN_DEVICE), device names, and synchronization.
+#include <cstdlib>
+#include <mutex>
+
+#include "kiln/device.h"
+#include "kiln/error.h"
+#include "runtime/cuda/context.h"
+#include "runtime/cuda/driver.h"
+
+namespace kiln {
+
+Device Device::parse(const std::string& s) {
+  if (s == "cpu") return cpu();
+  if (s == "cuda" || s == "gpu") return cuda(0);
+  if (s.rfind("cuda:", 0) == 0 && s.size() > 5 && s.find_first_not_of("0123456789", 5) == std::string::npos)
+    return cuda(std::atoi(s.c_str() + 5));
+  throw Error("kiln: unknown device '" + s + "' (expected cpu, cuda or cuda:<index>)");
+}
+
+namespace {
+std::mutex& mu() {
+  static std::mutex m;
+  return m;
+}
+Device& current() {
+  static Device d = [] {
+    const char* v = std::getenv("KILN_DEVICE");
+    return v && *v ? Device::parse(v) : Device::cpu();
+  }();
+  return d;
+}
+}  // namespace
+
+Device default_device() {
+  std::lock_guard<std::mutex> l(mu());
+  return current();
+}
+
+void set_default_device(Device d) {
+  std::lock_guard<std::mutex> l(mu());
+  current() = d;
+}
+
+bool cuda_available(std::string* why) {
+  const auto& a = runtime::cuda::availability();
+  if (!a.available && why) *why = a.reason;
+  return a.available;
+}
+
+void synchronize(Device d) {
+  if (d.is_cuda()) runtime::cuda::synchronize(d.index);
+}
+
+}  // namespace kiln
