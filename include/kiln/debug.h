@@ -14,6 +14,7 @@ struct Settings {
   int threads = 0;         // KILN_THREADS (0 = all cores)
   std::string cc;          // KILN_CC (default: cc, gcc or clang on PATH)
   std::string cache_dir;   // KILN_CACHE_DIR (default ~/.cache/kiln)
+  bool profile = false;    // KILN_PROFILE=1: time each schedule's kernels on the device (Stats::device_ms)
 };
 // Read once from the environment; tests may change them.
 Settings& settings();
@@ -25,6 +26,7 @@ struct Stats {
   int64_t kernels_compiled = 0;
   int64_t memory_cache_hits = 0;
   int64_t disk_cache_hits = 0;
+  double device_ms = 0;  // with Settings::profile: device time of the kernels run (first launch to last)
 };
 Stats& stats();
 // Forget compiled programs held in memory (the disk cache stays): the next run must load from disk.

@@ -16,6 +16,7 @@
 #include "kiln/error.h"
 #include "kiln/tensor.h"
 #include "runtime/buffer.h"
+#include "runtime/cuda/context.h"
 #include "runtime/cuda/program_cache.h"
 #include "runtime/interpreter.h"
 #include "runtime/program_cache.h"
@@ -120,6 +121,9 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
   auto t1 = std::chrono::steady_clock::now();
 
   int64_t new_bytes = 0;
+  bool profile = settings().profile && !sched.kernels.empty();
+  auto p0 = std::chrono::steady_clock::now();
+  if (profile && device.is_cuda()) cuda::timer_start(device.index);
   for (auto& n : sched.empty) n->buffer = std::make_shared<Buffer>(n->dtype, 0, device);
   for (size_t i = 0; i < sched.kernels.size(); i++) {
     const auto& k = sched.kernels[i];
@@ -166,6 +170,9 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
       k.outputs[o]->buffer = outs[o];
     }
   }
+  if (profile)
+    stats().device_ms += device.is_cuda() ? cuda::timer_stop_ms(device.index)
+                                          : std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count() * 1e3;
   // roots the rewrites turned into other (already computed) nodes share their buffers
   for (size_t i = 0; i < roots.size(); i++)
     if (!roots[i]->buffer) roots[i]->buffer = rewritten[i]->buffer;

@@ -27,6 +27,7 @@ Settings& settings() {
     r.threads = env_int("KILN_THREADS", 0);
     r.cc = env_str("KILN_CC");
     r.cache_dir = env_str("KILN_CACHE_DIR");
+    r.profile = env_int("KILN_PROFILE", 0) != 0;
     if (r.cache_dir.empty()) {
       std::string home = env_str("HOME");
       r.cache_dir = (home.empty() ? std::string("/tmp") : home) + "/.cache/kiln";

@@ -64,4 +64,34 @@ void synchronize(int ordinal) {
   check(c.api->cuStreamSynchronize(c.stream), "cuStreamSynchronize");
 }
 
+namespace {
+struct Timer {
+  CUevent start = nullptr, stop = nullptr;
+};
+Timer& timer(Context& c) {
+  static Timer timers[64];
+  Timer& t = timers[c.ordinal & 63];
+  if (!t.start) {
+    check(c.api->cuEventCreate(&t.start, 0), "cuEventCreate");
+    check(c.api->cuEventCreate(&t.stop, 0), "cuEventCreate");
+  }
+  return t;
+}
+}  // namespace
+
+void timer_start(int ordinal) {
+  Context& c = context(ordinal);
+  check(c.api->cuEventRecord(timer(c).start, c.stream), "cuEventRecord");
+}
+
+double timer_stop_ms(int ordinal) {
+  Context& c = context(ordinal);
+  Timer& t = timer(c);
+  check(c.api->cuEventRecord(t.stop, c.stream), "cuEventRecord");
+  check(c.api->cuEventSynchronize(t.stop), "cuEventSynchronize");
+  float ms = 0;
+  check(c.api->cuEventElapsedTime(&ms, t.start, t.stop), "cuEventElapsedTime");
+  return ms;
+}
+
 }  // namespace kiln::runtime::cuda

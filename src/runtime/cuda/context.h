@@ -24,5 +24,8 @@ struct Context {
 Context& context(int ordinal);
 // Waits for the device's stream.
 void synchronize(int ordinal);
+// Device time of the work queued on the stream between timer_start and timer_stop_ms (which waits).
+void timer_start(int ordinal);
+double timer_stop_ms(int ordinal);
 
 }  // namespace kiln::runtime::cuda

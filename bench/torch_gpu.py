@@ -1,0 +1,98 @@
+"""PyTorch eager and torch.compile on the GPU workloads that bench_gpu runs, for side-by-side tables.
+Prints one JSON line per measurement. Usage: python3 bench/torch_gpu.py [G1 G2 ...]"""
+import json, math, statistics, sys, time
+import torch, torch.nn.functional as F
+
+dev = "cuda"
+torch.backends.cuda.matmul.allow_tf32 = True
+WANT = set(sys.argv[1:])
+
+
+def on(w):
+    return not WANT or w in WANT
+
+
+def bench(fn, warmup=5, reps=30):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); fn(); e.record(); torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def report(wid, name, impl, ms, bytes_=None, flops=None, **extra):
+    r = {"workload": wid, "name": name, "impl": impl, "ms": round(ms, 4)}
+    if bytes_:
+        r["GB/s"] = round(bytes_ / ms / 1e6, 1)
+    if flops:
+        r["TFLOP/s"] = round(flops / ms / 1e9, 2)
+    r.update(extra)
+    print(json.dumps(r), flush=True)
+
+
+def both(wid, name, f, args, bytes_=None, flops=None):
+    report(wid, name, "torch-eager", bench(lambda: f(*args)), bytes_, flops)
+    t0 = time.time(); cf = torch.compile(f); cf(*args); torch.cuda.synchronize(); ct = time.time() - t0
+    report(wid, name, "torch-compile", bench(lambda: cf(*args)), bytes_, flops, compile_s=round(ct, 1))
+
+
+def layernorm(wid, N, C, dt):
+    es = torch.finfo(dt).bits // 8
+    sfx = f"{N}x{C}_{str(dt)[6:].replace('float32', 'f32').replace('bfloat16', 'bf16')}"
+    x = torch.randn(N, C, device=dev, dtype=dt, requires_grad=True)
+    w = torch.randn(C, device=dev, dtype=dt, requires_grad=True)
+    b = torch.randn(C, device=dev, dtype=dt, requires_grad=True)
+    dy = torch.randn(N, C, device=dev, dtype=dt)
+    f = lambda x, w, b: F.layer_norm(x, (C,), w, b, 1e-5)
+    both(wid[0], "layernorm_fwd_" + sfx, f, (x, w, b), bytes_=2 * N * C * es)
+    fb = lambda x, w, b, dy: torch.autograd.grad(F.layer_norm(x, (C,), w, b, 1e-5), (x, w, b), dy)
+    both(wid[1], "layernorm_fwdbwd_" + sfx, fb, (x, w, b, dy), bytes_=5 * N * C * es)
+
+
+def main():
+    print(json.dumps({"device": torch.cuda.get_device_name(), "torch": torch.__version__}), flush=True)
+    if on("copy"):
+        n = 1 << 30
+        src = torch.empty(n, dtype=torch.uint8, device=dev).random_(); dst = torch.empty_like(src)
+        report("copy", "copy_1GiB", "torch", bench(lambda: dst.copy_(src)), bytes_=2 * n)
+        del src, dst
+    if on("G1"):
+        R = C = 8192
+        a, b, c = torch.randn(R, C, device=dev), torch.randn(R, C, device=dev), torch.randn(1, C, device=dev)
+        both("G1", "eltwise_bcast_8192x8192_f32", lambda a, b, c: a * b + torch.tanh(c), (a, b, c), bytes_=3 * R * C * 4)
+        del a, b, c
+    if on("G2") or on("G3"):
+        layernorm(("G2", "G3"), 32768, 768, torch.float32)
+    if on("G4"):
+        layernorm(("G4", "G4"), 32768, 768, torch.bfloat16)
+        layernorm(("G4", "G4"), 8192, 4096, torch.float32)
+    if on("G5"):
+        N, V = 8192, 50304
+        logits = torch.randn(N, V, device=dev, requires_grad=True); tgt = torch.randint(0, V, (N,), device=dev)
+        xent = lambda l, t: torch.autograd.grad(F.cross_entropy(l, t), l)
+        both("G5", "xent_fwdbwd_8192x50304_f32", xent, (logits, tgt), bytes_=2 * N * V * 4)
+        del logits
+    if on("G6"):
+        for n in (2048, 8192):
+            A = torch.randn(n, n, device=dev, dtype=torch.bfloat16); B = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+            report("G6", f"matmul_{n}_bf16", "torch-cublas", bench(lambda: A @ B, reps=20), flops=2 * n ** 3)
+    if on("G7"):
+        Bq, H, T, D = 16, 12, 1024, 64
+        q, k, v = (torch.randn(Bq, H, T, D, device=dev, dtype=torch.bfloat16) for _ in range(3))
+        fl = 4 * Bq * H * T * T * D / 2
+        name = "attention_fwd_b16h12t1024d64_bf16"
+        report("G7", name, "torch-sdpa", bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)), flops=fl)
+        mask = torch.ones(T, T, device=dev, dtype=torch.bool).tril()
+
+        def naive(q, k, v):
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))
+            return att.masked_fill(~mask, float("-inf")).softmax(-1) @ v
+        both("G7", name + "_naive", naive, (q, k, v), flops=fl)
+
+
+if __name__ == "__main__":
+    main()

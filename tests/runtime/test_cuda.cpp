@@ -1,0 +1,183 @@
+// The CUDA device: placement, copies, the allocator, kernels against the reference interpreter,
+// block reductions, caching. Skipped (with the reason) where no GPU is usable.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "helpers.h"
+#include "kiln/debug.h"
+#include "kiln/kiln.h"
+#include "runtime/cuda/allocator.h"
+
+using namespace kiln;
+using kiln::testing::expect_matches_reference;
+using kiln::testing::random_tensor;
+
+namespace {
+
+class Cuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!cuda_available(&why)) GTEST_SKIP() << "no usable CUDA GPU: " << why;
+  }
+  const Device gpu = Device::cuda();
+  Tensor on_gpu(const Shape& s, DType t = DType::F32, double lo = -2, double hi = 2, uint64_t seed = 1) {
+    return random_tensor(s, t, lo, hi, seed).to(gpu);
+  }
+};
+
+TEST(CudaDevice, ParsesNames) {
+  EXPECT_EQ(Device::parse("cpu"), Device::cpu());
+  EXPECT_EQ(Device::parse("cuda"), Device::cuda(0));
+  EXPECT_EQ(Device::parse("cuda:3"), Device::cuda(3));
+  EXPECT_EQ(Device::cuda(2).str(), "cuda:2");
+  EXPECT_THROW(Device::parse("tpu"), Error);
+  EXPECT_THROW(Device::parse("cuda:x"), Error);
+}
+
+TEST(CudaDevice, UnavailableGivesAReason) {
+  std::string why;
+  if (cuda_available(&why)) GTEST_SKIP() << "a GPU is present";
+  EXPECT_FALSE(why.empty());
+  try {
+    zeros({4}).to(Device::cuda()).realize();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA is not available"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(Cuda, RoundTripKeepsEveryDtype) {
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U8, DType::Bool}) {
+    Tensor h = random_tensor({3, 1000}, t, -100, 100, 7);
+    Tensor g = h.to(gpu);
+    EXPECT_EQ(g.device(), gpu);
+    EXPECT_EQ(g.to(Device::cpu()).to_vector<double>(), h.to_vector<double>()) << dtype_name(t);
+  }
+  Tensor big = random_tensor({5, 1 << 22}, DType::F32, -1, 1, 3);  // 80 MB: several staging chunks
+  EXPECT_EQ(big.to(gpu).to_vector<float>(), big.to_vector<float>());
+}
+
+TEST_F(Cuda, MixingDevicesIsAnError) {
+  Tensor a = on_gpu({4, 4}), b = random_tensor({4, 4}, DType::F32, 0, 1, 2);
+  try {
+    (a + b).realize();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("cuda:0"), std::string::npos) << m;
+    EXPECT_NE(m.find("cpu"), std::string::npos) << m;
+  }
+}
+
+TEST_F(Cuda, CreationOnTheDevice) {
+  Tensor z = zeros({2, 3}, {.device = gpu});
+  EXPECT_EQ(z.device(), gpu);
+  EXPECT_EQ(z.to_vector<float>(), std::vector<float>(6, 0.f));
+  Tensor r = arange(10, {.dtype = DType::F32, .device = gpu});
+  EXPECT_EQ(r.device(), gpu);
+  EXPECT_EQ(r.sum().item<float>(), 45.f);
+  Tensor n = randn({1000}, {.device = gpu});
+  EXPECT_EQ(n.device(), gpu);
+  EXPECT_NEAR(n.mean().item<float>(), 0.0, 0.15);
+  // the same draw on the CPU gives the same numbers
+  manual_seed(5);
+  auto c = randn({64}).to_vector<float>();
+  manual_seed(5);
+  auto g = randn({64}, {.device = gpu}).to_vector<float>();
+  for (size_t i = 0; i < c.size(); i++) EXPECT_NEAR(c[i], g[i], 1e-5);
+}
+
+TEST_F(Cuda, ElementwiseAndBroadcastMatchReference) {
+  Tensor a = on_gpu({37, 129}, DType::F32, -2, 2, 1), b = on_gpu({37, 129}, DType::F32, -2, 2, 2);
+  Tensor c = on_gpu({1, 129}, DType::F32, -2, 2, 3);
+  EXPECT_TRUE(expect_matches_reference(a * b + c.tanh(), 1e-5, 1e-6));
+  EXPECT_TRUE(expect_matches_reference((a.exp() + b.abs().log()).sqrt(), 1e-5, 1e-6));
+  EXPECT_TRUE(expect_matches_reference(a.sin() * b.cos() + a.sigmoid(), 1e-5, 1e-6));
+  EXPECT_TRUE(expect_matches_reference(a.transpose(0, 1) * 2 + 1, 0, 0));  // non-contiguous view
+  EXPECT_TRUE(expect_matches_reference(where(a > b, a, b / (c + 5)), 1e-6, 1e-7));
+}
+
+TEST_F(Cuda, IntegerAndHalfArithmetic) {
+  Tensor i = on_gpu({1000}, DType::I32, -1000, 1000, 4), j = on_gpu({1000}, DType::I32, 1, 50, 5);
+  EXPECT_TRUE(expect_matches_reference(i * j - i + (i > j).to(DType::I32), 0, 0));
+  EXPECT_TRUE(expect_matches_reference((i * 3) ^ j, 0, 0));
+  Tensor h = on_gpu({513}, DType::F16, -4, 4, 6), bf = on_gpu({513}, DType::BF16, -4, 4, 7);
+  EXPECT_TRUE(expect_matches_reference(h * h + 1, 1e-3, 1e-3));
+  EXPECT_TRUE(expect_matches_reference(bf.exp(), 1e-2, 1e-2));
+  EXPECT_TRUE(expect_matches_reference(bf.to(DType::F16) + h, 1e-2, 1e-2));
+}
+
+TEST_F(Cuda, ReductionsShortAndLong) {
+  // short rows: one thread per output; long rows: one block per row (BLOCK_REDUCE)
+  for (int64_t cols : {7, 128, 768, 5000, 50304}) {
+    Tensor x = on_gpu({9, cols}, DType::F32, -1, 1, static_cast<uint64_t>(cols));
+    EXPECT_TRUE(expect_matches_reference(x.sum(1), 1e-5, 1e-4)) << cols;
+    EXPECT_TRUE(expect_matches_reference(x.max(1), 0, 0)) << cols;
+    EXPECT_TRUE(expect_matches_reference(x.softmax(1), 1e-5, 1e-6)) << cols;
+    EXPECT_TRUE(expect_matches_reference(x.sum(0), 1e-5, 1e-5)) << cols;
+  }
+  Tensor all = on_gpu({1000, 1000}, DType::F32, -1, 1, 9);
+  EXPECT_TRUE(expect_matches_reference(all.sum(), 1e-5, 1e-3));
+  Tensor d = on_gpu({3, 4000}, DType::F64, -1, 1, 10);
+  EXPECT_TRUE(expect_matches_reference(d.sum(1) + d.prod(1) * 0, 1e-12, 1e-12));
+  Tensor b = on_gpu({5, 300}, DType::Bool, 0, 1, 11);
+  EXPECT_TRUE(expect_matches_reference(b.any({1}), 0, 0));
+  EXPECT_TRUE(expect_matches_reference(b.all({1}), 0, 0));
+  Tensor n = on_gpu({4, 1000}, DType::F32, -1, 1, 12);
+  Tensor nan = n.index({0}).log();  // NaNs in row 0 propagate through max and sum
+  EXPECT_TRUE(expect_matches_reference(nan.max(), 0, 0));
+}
+
+TEST_F(Cuda, MatmulLayernormAndGradients) {
+  Tensor a = on_gpu({65, 130}, DType::F32, -1, 1, 13), w = on_gpu({130, 47}, DType::F32, -1, 1, 14);
+  EXPECT_TRUE(expect_matches_reference(a.matmul(w), 1e-4, 1e-4));
+  Tensor x = on_gpu({64, 768}, DType::F32, -1, 1, 15);
+  Tensor mean = x.mean(1, true), var = (x - mean).pow(2).mean(1, true);
+  EXPECT_TRUE(expect_matches_reference((x - mean) * (var + 1e-5).rsqrt(), 1e-4, 1e-4));
+  Tensor p = random_tensor({8, 300}, DType::F32, -1, 1, 16).to(gpu);
+  p.requires_grad_();
+  Tensor loss = (p.softmax(1) * p).sum();
+  loss.backward();
+  EXPECT_EQ(p.grad().device(), gpu);
+  EXPECT_TRUE(expect_matches_reference(p.grad(), 1e-4, 1e-5));
+}
+
+TEST_F(Cuda, EmptyAndSizeOne) {
+  Tensor e = zeros({0, 5}, {.device = gpu});
+  EXPECT_EQ((e + 1).sum(1).numel(), 0);
+  EXPECT_EQ((e + 1).sum().item<float>(), 0.f);
+  Tensor one = on_gpu({1, 1}, DType::F32, 1, 2, 17);
+  EXPECT_TRUE(expect_matches_reference(one.exp().sum(), 1e-6, 1e-6));
+}
+
+TEST_F(Cuda, LargeIndexMath) {
+  // 2^31 + a few elements: 64-bit indices (a u8 tensor keeps it at 2 GiB)
+  int64_t n = (int64_t{1} << 31) + 77;
+  Tensor x = full({n}, Scalar(3), DType::U8).to(gpu);
+  Tensor y = (x + 1).to(DType::I64).sum();
+  EXPECT_EQ(y.item<int64_t>(), 4 * n);
+}
+
+TEST_F(Cuda, AllocatorReusesFreedBlocks) {
+  { Tensor warm = on_gpu({1024, 1024}); }
+  auto before = runtime::cuda::allocator_stats(0);
+  for (int i = 0; i < 5; i++) {
+    Tensor t = zeros({1024, 1024}, {.device = gpu});
+    t.realize();
+  }
+  auto after = runtime::cuda::allocator_stats(0);
+  EXPECT_EQ(after.device_allocs, before.device_allocs);  // each iteration reuses the last block
+}
+
+TEST_F(Cuda, SecondRunCompilesNothing) {
+  Tensor a = on_gpu({100, 33}, DType::F32, -1, 1, 18);
+  ((a * 3).exp().sum(1)).realize();
+  int64_t compiled = stats().kernels_compiled;
+  ((a * 3).exp().sum(1)).realize();
+  EXPECT_EQ(stats().kernels_compiled, compiled);
+}
+
+}  // namespace

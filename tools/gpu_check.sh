@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds kiln on a machine with an NVIDIA GPU, runs the CUDA tests, the whole op suite on the GPU
+# (KILN_DEVICE=cuda), compute-sanitizer on the CUDA tests, and the GPU benchmarks next to PyTorch;
+# prints a table last. Usage: tools/gpu_check.sh [build dir] [workloads...]
+#   KILN_GTEST_SOURCE_DIR: GoogleTest sources, where the libgtest-dev package is missing
+#   SKIP_SUITE=1, SKIP_SANITIZER=1, SKIP_BENCH=1: leave a part out
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build-gpu}
+shift || true
+OUT=${OUT:-$BUILD/gpu_check}
+mkdir -p "$OUT"
+export KILN_CACHE_DIR=${KILN_CACHE_DIR:-$PWD/$BUILD/cache}
+JOBS=$(nproc)
+status=0
+step() { echo; echo "=== $*"; }
+
+step build
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release ${KILN_GTEST_SOURCE_DIR:+-DKILN_GTEST_SOURCE_DIR=$KILN_GTEST_SOURCE_DIR} >/dev/null || exit 1
+cmake --build "$BUILD" -j "$JOBS" --target kiln_tests kiln_cli bench_gpu 2>&1 | grep -E "error|warning" ; true
+"$BUILD"/tools/kiln info || status=1
+
+step "CUDA tests"
+"$BUILD"/tests/kiln_tests --gtest_filter='Cuda*:RenderCuda*' 2>&1 | tee "$OUT/cuda_tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure|error" ; test "${PIPESTATUS[0]}" = 0 || status=1
+
+if [ -z "${SKIP_SUITE:-}" ]; then
+  step "op suite on the GPU (KILN_DEVICE=cuda)"
+  # tests of the CPU backend itself (C source, the C compiler's cache, threads) do not apply
+  (cd "$BUILD" && KILN_DEVICE=cuda ctest -j "$JOBS" --timeout 300 -E "${SUITE_EXCLUDE:-^install}" \
+     --output-on-failure > "$PWD/gpu_check/suite.log" 2>&1); rc=$?
+  grep -E "tests passed|Failed|\*\*\*" "$BUILD/gpu_check/suite.log" | tail -60; [ $rc = 0 ] || status=1
+fi
+
+if [ -z "${SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    step "compute-sanitizer --tool $tool"
+    compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD"/tests/kiln_tests \
+      --gtest_filter='Cuda.ElementwiseAndBroadcast*:Cuda.ReductionsShortAndLong:Cuda.IntegerAndHalf*:Cuda.MatmulLayernorm*' \
+      > "$OUT/sanitizer_$tool.log" 2>&1
+    rc=$?; tail -3 "$OUT/sanitizer_$tool.log"; echo "compute-sanitizer $tool exit $rc"; [ $rc = 0 ] || status=1
+  done
+fi
+
+if [ -z "${SKIP_BENCH:-}" ]; then
+  step "benchmarks"
+  "$BUILD"/bench/bench_gpu "$@" > "$OUT/kiln.jsonl" 2> "$OUT/bench_gpu.err"; rc=$?
+  tail -20 "$OUT/bench_gpu.err"; [ $rc = 0 ] || status=1
+  python3 bench/torch_gpu.py "$@" > "$OUT/torch.jsonl" 2> "$OUT/torch.err" || { tail -5 "$OUT/torch.err"; status=1; }
+  step "table"
+  python3 bench/gpu_table.py "$OUT/kiln.jsonl" "$OUT/torch.jsonl"
+fi
+exit $status
