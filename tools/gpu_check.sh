@@ -8,7 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-gpu}
 shift || true
-OUT=${OUT:-$BUILD/gpu_check}
+OUT=${OUT:-$PWD/$BUILD/gpu_check}
 mkdir -p "$OUT"
 export KILN_CACHE_DIR=${KILN_CACHE_DIR:-$PWD/$BUILD/cache}
 JOBS=$(nproc)
@@ -27,8 +27,8 @@ if [ -z "${SKIP_SUITE:-}" ]; then
   step "op suite on the GPU (KILN_DEVICE=cuda)"
   # tests of the CPU backend itself (C source, the C compiler's cache, threads) do not apply
   (cd "$BUILD" && KILN_DEVICE=cuda ctest -j "$JOBS" --timeout 300 -E "${SUITE_EXCLUDE:-^install}" \
-     --output-on-failure > "$PWD/gpu_check/suite.log" 2>&1); rc=$?
-  grep -E "tests passed|Failed|\*\*\*" "$BUILD/gpu_check/suite.log" | tail -60; [ $rc = 0 ] || status=1
+     --output-on-failure > "$OUT/suite.log" 2>&1); rc=$?
+  grep -E "tests passed|Failed|\*\*\*" "$OUT/suite.log" | tail -60; [ $rc = 0 ] || status=1
 fi
 
 if [ -z "${SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; then
