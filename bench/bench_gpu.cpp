@@ -21,7 +21,7 @@
 #include "runtime/cuda/driver.h"
 
 using namespace kiln;
-namespace F = kiln::functional;
+namespace F = kiln::nn::functional;
 
 namespace {
 

@@ -40,7 +40,7 @@ struct Scalar {
 
 struct TensorOptions {
   DType dtype = kDefaultFloat;
-  Device device = Device::cpu();
+  std::optional<Device> device;  // none: the default device (KILN_DEVICE)
 };
 
 // x.index({Slice(1, 3), 0, Slice()}) is x[1:3, 0, :]

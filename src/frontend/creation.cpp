@@ -58,7 +58,7 @@ Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions o) {
 }
 
 namespace frontend {
-Tensor place(const Tensor& t, Device d) { return d == default_device() ? t : t.to(d); }
+Tensor place(const Tensor& t, std::optional<Device> d) { return !d || *d == default_device() ? t : t.to(*d); }
 }  // namespace frontend
 
 }  // namespace kiln

@@ -26,7 +26,7 @@ NodeRef ewise(Op op, std::vector<NodeRef> src, DType out);
 // Binary op on two nodes of one dtype, broadcasting shapes.
 NodeRef binary(const std::string& name, Op op, NodeRef a, NodeRef b);
 // A tensor asked for on a device other than the default is made there at once.
-Tensor place(const Tensor& t, Device d);
+Tensor place(const Tensor& t, std::optional<Device> d);
 NodeRef reduce(Op rop, const NodeRef& x, std::vector<int64_t> axes);  // keepdim shape
 
 }  // namespace kiln::frontend
