@@ -41,7 +41,8 @@ void compute() {
   auto ab = a_cb.scoped_wait();
   auto vb = v_cb.scoped_wait();
   auto yb = y_cb.scoped_reserve();
-  yb.store()" + expr + R"();
+  yb.store()" +
+         expr + R"();
 }
 void writer() {
   auto yb = y_cb.scoped_wait();
