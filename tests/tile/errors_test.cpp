@@ -176,5 +176,23 @@ void compute() {
   EXPECT_NE(err.find("mcast_plain.cpp:5"), std::string::npos) << err;  // the line that multicasts
 }
 
+TEST(TileErrors, BlockShapeMismatchIsACompileError) {
+  std::string src = std::string(R"(
+void reader() {}
+void compute() {
+  auto yb = y_cb.scoped_reserve();
+  auto big = z_cb.scoped_wait();
+  yb.store(big);
+}
+void writer() {}
+)");
+  Program p("shape_mismatch", src, Grid::cores(1));
+  p.output("y", {64, 64}, DType::F32).cb("y_cb", 1, 1, DType::F32).cb("z_cb", 2, 2, DType::F32);
+  std::string err = error_of([&] { p.run(); });
+  EXPECT_NE(err.find("store of an expression whose shape (in tiles) differs from the block's"),
+            std::string::npos)
+      << err;
+}
+
 }  // namespace
 }  // namespace kiln::testing
