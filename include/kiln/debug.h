@@ -13,6 +13,7 @@ struct Settings {
   bool fast_math = false;  // KILN_FAST_MATH=1: allow x*0 -> 0 on floats
   int threads = 0;         // KILN_THREADS (0 = all cores)
   std::string cc;          // KILN_CC (default: cc, gcc or clang on PATH)
+  std::string cxx;         // KILN_CXX, for tile kernels (default: c++, g++ or clang++ on PATH)
   std::string cache_dir;   // KILN_CACHE_DIR (default ~/.cache/kiln)
   bool profile = false;    // KILN_PROFILE=1: time each schedule's kernels on the device (Stats::device_ms)
 };
@@ -27,6 +28,7 @@ struct Stats {
   int64_t memory_cache_hits = 0;
   int64_t disk_cache_hits = 0;
   double device_ms = 0;  // with Settings::profile: device time of the kernels run (first launch to last)
+  int64_t tile_launches = 0;  // tile programs run (src/tile)
 };
 Stats& stats();
 // Forget compiled programs held in memory (the disk cache stays): the next run must load from disk.

@@ -27,6 +27,7 @@ struct Library {
 struct Cache {
   std::mutex mu;
   std::unordered_map<std::string, KernelFn> fns;                   // key -> entry point
+  std::unordered_map<std::string, void*> symbols;                  // key -> symbol (C++ programs)
   std::unordered_map<std::string, std::shared_ptr<Library>> libs;  // so path -> handle
 };
 
@@ -55,6 +56,10 @@ std::shared_ptr<Library> open_library(const std::string& path) {
 
 KernelFn find_symbol(const std::shared_ptr<Library>& lib, const std::string& symbol) {
   return lib ? reinterpret_cast<KernelFn>(dlsym(lib->handle, (symbol + "_call").c_str())) : nullptr;
+}
+
+void* find_raw_symbol(const std::shared_ptr<Library>& lib, const std::string& symbol) {
+  return lib ? dlsym(lib->handle, symbol.c_str()) : nullptr;
 }
 
 }  // namespace
@@ -118,12 +123,41 @@ std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels) {
   return fns;
 }
 
+void* load_cxx_symbol(const std::string& source, const std::string& symbol, const std::string& name,
+                      const std::string& include_dir, uint64_t headers_hash) {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> l(c.mu);
+  const std::string& id = compiler_id(Language::Cxx);
+  const std::string& dir = settings().cache_dir;
+  std::string key = hex(hash_string(source, hash_string(id, headers_hash)));
+  if (auto it = c.symbols.find(key); it != c.symbols.end()) {
+    stats().memory_cache_hits++;
+    return it->second;
+  }
+  std::string so = "t_" + key + ".so";
+  if (void* p = find_raw_symbol(open_library(dir + "/" + so), symbol)) {
+    c.symbols[key] = p;
+    stats().disk_cache_hits++;
+    return p;
+  }
+  make_dirs(dir);
+  compile_shared_object(source, dir + "/" + so, name, Language::Cxx, include_dir);
+  auto lib = open_library(dir + "/" + so);
+  if (!lib) throw Error("kiln.compile: cannot load " + dir + "/" + so + ": " + dlerror());
+  void* p = find_raw_symbol(lib, symbol);
+  if (!p) throw Error("kiln.compile: " + symbol + " missing from " + so + " (program " + name + ")");
+  c.symbols[key] = p;
+  stats().kernels_compiled++;
+  return p;
+}
+
 }  // namespace kiln::runtime
 
 namespace kiln {
 void clear_memory_cache() {
   auto& c = runtime::cache();
   std::lock_guard<std::mutex> l(c.mu);
-  c.fns.clear();  // libraries stay loaded: entry points handed out may still be in use
+  c.fns.clear();
+  c.symbols.clear();  // libraries stay loaded: entry points handed out may still be in use
 }
 }  // namespace kiln

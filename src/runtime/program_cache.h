@@ -16,6 +16,11 @@ struct KernelSource {
 };
 
 std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels);
+// The address of `symbol` in the shared object built by the C++ compiler from `source` (tile
+// kernels), cached the same way. `include_dir` is passed with -I; `headers_hash` stands for the
+// headers found there, so a changed header is a different program.
+void* load_cxx_symbol(const std::string& source, const std::string& symbol, const std::string& name,
+                      const std::string& include_dir, uint64_t headers_hash);
 uint64_t hash_string(const std::string& s, uint64_t seed = 0);
 
 }  // namespace kiln::runtime

@@ -26,6 +26,7 @@ Settings& settings() {
     r.fast_math = env_int("KILN_FAST_MATH", 0) != 0;
     r.threads = env_int("KILN_THREADS", 0);
     r.cc = env_str("KILN_CC");
+    r.cxx = env_str("KILN_CXX");
     r.cache_dir = env_str("KILN_CACHE_DIR");
     r.profile = env_int("KILN_PROFILE", 0) != 0;
     if (r.cache_dir.empty()) {

@@ -93,6 +93,8 @@ int num_threads() {
   return t;
 }
 
+int pool_threads() { return pool().size(); }
+
 void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   int chunks = static_cast<int>(std::min<int64_t>(n, pool().size()));
   if (chunks <= 1) {

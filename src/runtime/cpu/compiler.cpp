@@ -1,4 +1,5 @@
-// Runs the system C compiler (one call per batch of kernels) to build a loadable shared object.
+// Runs the system C compiler (one call per batch of kernels) or C++ compiler (tile kernels) to
+// build a loadable shared object.
 #include "runtime/cpu/compiler.h"
 
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <initializer_list>
 #include <mutex>
 #include <sstream>
 
@@ -27,6 +29,10 @@ namespace {
 const char* kFlags =
     "-O3 -march=native -fopenmp-simd -fno-tree-partial-pre -fPIC -shared -fwrapv -fno-math-errno -std=gnu11 "
     "-w";
+// Tile kernels: C++20 against include/kiln/tile/kernel.h; -O2 keeps run-time compiles short.
+const char* kCxxFlags = "-O2 -march=native -fPIC -shared -fno-math-errno -std=c++20 -w";
+
+const char* flags(Language lang) { return lang == Language::C ? kFlags : kCxxFlags; }
 
 bool executable(const std::string& p) { return access(p.c_str(), X_OK) == 0; }
 
@@ -57,53 +63,70 @@ std::string quote(const std::string& s) {
   return r + "'";
 }
 
-}  // namespace
-
-std::string find_c_compiler() {
-  const std::string& want = settings().cc;
+// The compiler named by `want` (an environment setting) or the first of `names` on PATH.
+std::string find_compiler(const std::string& want, const char* var, std::initializer_list<const char*> names,
+                          const char* lang, const char* pkg) {
   if (!want.empty()) {
     std::string p = search_path(want);
     if (p.empty())
-      throw Error("kiln.compile: KILN_CC=" + want +
-                  " is not an executable C compiler; install gcc or clang "
-                  "(Debian: apt-get install gcc) or point KILN_CC at one");
+      throw Error(std::string("kiln.compile: ") + var + "=" + want + " is not an executable " + lang +
+                  " compiler; install one (Debian: apt-get install " + pkg + ") or point " + var + " at one");
     return p;
   }
-  for (const char* c : {"cc", "gcc", "clang"}) {
+  std::string looked;
+  for (const char* c : names) {
     std::string p = search_path(c);
     if (!p.empty()) return p;
+    looked += (looked.empty() ? "" : ", ") + std::string(c);
   }
-  throw Error(
-      "kiln.compile: no C compiler found on PATH (looked for cc, gcc, clang); install one "
-      "(Debian: apt-get install gcc) or set KILN_CC");
+  throw Error(std::string("kiln.compile: no ") + lang + " compiler found on PATH (looked for " + looked +
+              "); install one (Debian: apt-get install " + pkg + ") or set " + var);
 }
 
-const std::string& compiler_id() {
+std::string find_compiler(Language lang) {
+  return lang == Language::C ? find_c_compiler() : find_cxx_compiler();
+}
+
+}  // namespace
+
+std::string find_c_compiler() {
+  return find_compiler(settings().cc, "KILN_CC", {"cc", "gcc", "clang"}, "C", "gcc");
+}
+
+std::string find_cxx_compiler() {
+  return find_compiler(settings().cxx, "KILN_CXX", {"c++", "g++", "clang++"}, "C++", "g++");
+}
+
+const std::string& compiler_id(Language lang) {
   static std::mutex mu;
-  static std::string cached_cc, id;
+  static std::string cached_cc[2], id[2];
   std::lock_guard<std::mutex> l(mu);
-  std::string cc = find_c_compiler();
-  if (cc != cached_cc) {
+  int k = static_cast<int>(lang);
+  std::string cc = find_compiler(lang);
+  if (cc != cached_cc[k]) {
     std::string out;
     run_command(quote(cc) + " --version", out);
-    id = cc + "\n" + out.substr(0, out.find('\n')) + "\n" + kFlags;
-    cached_cc = cc;
+    id[k] = cc + "\n" + out.substr(0, out.find('\n')) + "\n" + flags(lang);
+    cached_cc[k] = cc;
   }
-  return id;
+  return id[k];
 }
 
-void compile_shared_object(const std::string& source, const std::string& so_path, const std::string& what) {
-  std::string cc = find_c_compiler();
+void compile_shared_object(const std::string& source, const std::string& so_path, const std::string& what,
+                           Language lang, const std::string& include_dir) {
+  std::string cc = find_compiler(lang);
   std::string tmp = so_path + ".tmp" + std::to_string(getpid());
-  std::string c_path = tmp + ".c";
+  std::string c_path = tmp + (lang == Language::C ? ".c" : ".cpp");
   write_file_atomic(c_path, source);
   std::string out;
   stats().compiler_invocations++;
-  int rc = run_command(quote(cc) + " " + kFlags + " -o " + quote(tmp) + " " + quote(c_path), out);
+  std::string inc = include_dir.empty() ? "" : " -I " + quote(include_dir);
+  int rc = run_command(quote(cc) + " " + flags(lang) + inc + " -o " + quote(tmp) + " " + quote(c_path), out);
   std::remove(c_path.c_str());
   if (rc != 0) {
     std::remove(tmp.c_str());
-    throw Error("kiln.compile: the C compiler (" + cc + ") failed on kernel(s) " + what + ":\n" + out);
+    throw Error(std::string("kiln.compile: the ") + (lang == Language::C ? "C" : "C++") + " compiler (" + cc +
+                ") failed on kernel(s) " + what + ":\n" + out);
   }
   if (std::rename(tmp.c_str(), so_path.c_str()) != 0) {
     std::remove(tmp.c_str());

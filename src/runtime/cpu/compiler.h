@@ -1,15 +1,22 @@
-// The CPU compiler: finds the system C compiler and builds C source into a shared object.
+// The CPU compiler: finds the system C (generated kernels) or C++ (tile kernels) compiler and
+// builds source into a shared object.
 #pragma once
 #include <string>
 
 namespace kiln::runtime {
 
+enum class Language { C, Cxx };
+
 // Path of the C compiler: KILN_CC, else cc, gcc or clang found on PATH; throws kiln::Error if none.
 std::string find_c_compiler();
+// Path of the C++ compiler: KILN_CXX, else c++, g++ or clang++ found on PATH.
+std::string find_cxx_compiler();
 // Identity of the compiler and flags (part of every cache key).
-const std::string& compiler_id();
+const std::string& compiler_id(Language lang = Language::C);
 // Compiles `source` into the shared object `so_path` (written atomically). `what` names the kernels
-// for error messages; a failed compile throws kiln::Error with the compiler's output.
-void compile_shared_object(const std::string& source, const std::string& so_path, const std::string& what);
+// for error messages; `include_dir` (may be empty) is added with -I; a failed compile throws
+// kiln::Error with the compiler's output.
+void compile_shared_object(const std::string& source, const std::string& so_path, const std::string& what,
+                           Language lang = Language::C, const std::string& include_dir = "");
 
 }  // namespace kiln::runtime

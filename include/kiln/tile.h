@@ -1,0 +1,79 @@
+// The tile programming model, host side: a program is a grid of cores running a kernel source
+// (reader / compute / writer roles talking through circular buffers, see kiln/tile/kernel.h).
+// The host declares tensors, CBs, semaphores and arguments; run() compiles (cached) and launches.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/tensor.h"
+
+namespace kiln::tile {
+
+inline constexpr int64_t kTileSize = 32;
+
+// The cores a program runs on: a plain count (no topology: multicast and core_x/core_y are compile
+// errors) or a rows x cols grid (core (x, y) = (column, row), index = y * cols + x).
+struct Grid {
+  static Grid cores(int n);
+  static Grid grid2d(int rows, int cols);
+  int size() const { return rows * cols; }
+  bool is_2d = false;
+  int rows = 1, cols = 1;
+};
+
+// How an accessor's slices count: whole 32x32 tiles (edge tiles of unaligned tensors are padded on
+// read and clipped on write) or single elements (any rectangle that fits a block).
+enum class Indexing { Tiles, Elements };
+
+// One core's share of a split: units [start, start + count).
+struct Work {
+  int64_t start = 0, count = 0;
+};
+// Splits `units` over `cores` in contiguous ranges whose sizes differ by at most one; cores past
+// the work get count 0.
+std::vector<Work> split_work(int64_t units, int cores);
+
+// The source of a kernel shipped with kiln (kernels/<path>, e.g. "eltwise/binary.cpp").
+std::string library_kernel(const std::string& path);
+
+class Program {
+ public:
+  // `file` names the source in messages and __builtin_FILE() (default: name + ".cpp").
+  Program(std::string name, std::string source, Grid grid, std::string file = "");
+  // A kernel shipped with kiln (see library_kernel).
+  static Program from_library(const std::string& path, Grid grid);
+
+  // Tensors are seen by kernels as 2D (all leading dims, last dim). Inputs are read-only (any
+  // float tensor; f32 and bf16 kernels); binding a name again replaces the tensor.
+  Program& input(const std::string& name, const Tensor& t, Indexing indexing = Indexing::Tiles);
+  // An output written by the kernel; zero-filled before each run.
+  Program& output(const std::string& name, Shape shape, DType dtype, Indexing indexing = Indexing::Tiles);
+  // A circular buffer named `name` in kernels, of blocks of rows x cols tiles.
+  Program& cb(const std::string& name, int rows, int cols, DType dtype, int buffer_factor = 2);
+  Program& semaphore(const std::string& name);
+  // A compile-time constant: `constexpr long long name = value;` in the kernel.
+  Program& constant(const std::string& name, int64_t value);
+  // Names of the per-core runtime arguments (kernel: args().name) and their values per core;
+  // cores without values get zeros.
+  Program& runtime_args(std::vector<std::string> names);
+  Program& set_runtime_args(int core, std::vector<int64_t> values);
+  // The role functions the kernel defines (default: reader and writer move data, compute computes).
+  Program& roles(std::vector<std::string> data_movement, std::string compute);
+
+  // Compiles the kernel if this exact program was not compiled before (in memory or on disk),
+  // then runs every core; throws kiln::Error on a compile error or a failed debug check.
+  void run();
+  // An output's value after run().
+  Tensor result(const std::string& name) const;
+  // The full C++ source handed to the compiler (prelude + kernel + entry point).
+  std::string generated_source() const;
+
+  struct Desc;  // everything declared (src/tile/program_desc.h)
+
+ private:
+  std::shared_ptr<Desc> d_;
+};
+
+}  // namespace kiln::tile

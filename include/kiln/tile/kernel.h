@@ -1,0 +1,518 @@
+// The tile kernel language: what a kernel source (reader / compute / writer roles) is written
+// against. Host-compiled today (each core a worker of cooperative roles), kept freestanding so the
+// same source can go through NVRTC (core = thread block). The generated prelude defines
+// KILN_TILE_GRID_2D/ROWS/COLS and the program's CBs, accessors, semaphores and arguments.
+#pragma once
+#include "kiln/tile/abi.h"
+
+#ifndef KILN_TILE_GRID_2D
+#define KILN_TILE_GRID_2D 0
+#endif
+#ifndef KILN_TILE_GRID_ROWS
+#define KILN_TILE_GRID_ROWS 1
+#endif
+#ifndef KILN_TILE_GRID_COLS
+#define KILN_TILE_GRID_COLS 1
+#endif
+
+#define KILN_TILE_LOC int line = __builtin_LINE(), const char *file = __builtin_FILE()
+
+namespace kiln::tile {
+
+inline constexpr int kTile = 32;
+
+// bfloat16 storage: 16 bits in memory, computed in f32.
+struct bf16 {
+  unsigned short bits;
+};
+
+enum class Indexing { Tiles, Elements };
+
+namespace detail {
+
+static const abi::Runtime* rt = nullptr;  // set by the generated entry point
+inline abi::Loc loc(int line, const char* file) { return abi::Loc{file, line}; }
+
+inline float to_f32(float x) { return x; }
+inline float to_f32(bf16 x) {
+  unsigned u = static_cast<unsigned>(x.bits) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+template <class T>
+inline T from_f32(float x);
+template <>
+inline float from_f32<float>(float x) {
+  return x;
+}
+template <>
+inline bf16 from_f32<bf16>(float x) {  // round to nearest even, NaN stays NaN
+  unsigned u;
+  __builtin_memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{0x7fc0};
+  return bf16{static_cast<unsigned short>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
+}
+
+// Grid flags as dependent values, so a static_assert fires only when the op is used.
+template <class T>
+inline constexpr bool kGrid2D = KILN_TILE_GRID_2D != 0;
+
+}  // namespace detail
+
+// ---- where am I ----
+inline int core_index() { return detail::rt->core_index(); }
+inline constexpr int num_cores() { return KILN_TILE_GRID_ROWS * KILN_TILE_GRID_COLS; }
+inline constexpr int grid_rows() { return KILN_TILE_GRID_ROWS; }
+inline constexpr int grid_cols() { return KILN_TILE_GRID_COLS; }
+template <class T = void>
+inline int core_x() {  // column of this core on a 2D grid
+  static_assert(detail::kGrid2D<T>,
+                "kiln.tile: core_x() needs a 2D grid (Grid::grid2d); this program has a "
+                "plain core count without topology, use core_index()");
+  return detail::rt->core_x();
+}
+template <class T = void>
+inline int core_y() {  // row of this core on a 2D grid
+  static_assert(detail::kGrid2D<T>,
+                "kiln.tile: core_y() needs a 2D grid (Grid::grid2d); this program has a "
+                "plain core count without topology, use core_index()");
+  return detail::rt->core_y();
+}
+
+using CoreRange = abi::CoreRange;
+inline CoreRange grid_row(int y) { return CoreRange{0, y, grid_cols(), y + 1}; }
+inline CoreRange grid_col(int x) { return CoreRange{x, 0, x + 1, grid_rows()}; }
+inline CoreRange whole_grid() { return CoreRange{0, 0, grid_cols(), grid_rows()}; }
+
+// ---- block expressions: evaluated element by element in f32 when stored into a block ----
+// Every expression has compile-time shape R x C in tiles; 0 means "broadcasts to any".
+namespace detail {
+
+template <class T, int R, int C>
+struct BoundBlock {  // a block's memory during one store
+  static constexpr int rows = R, cols = C;
+  const T* p;
+  float at(int i, int j) const { return to_f32(p[i * (C * kTile) + j]); }
+};
+
+struct Const {
+  static constexpr int rows = 0, cols = 0;
+  float v;
+  Const bind(abi::Loc) const { return *this; }
+  float at(int, int) const { return v; }
+};
+
+constexpr int merge_dim(int a, int b) { return a == 0 ? b : a; }
+constexpr bool dims_match(int a, int b) { return a == 0 || b == 0 || a == b; }
+
+template <class Op, class A, class B>
+struct Binary {
+  static_assert(dims_match(A::rows, B::rows) && dims_match(A::cols, B::cols),
+                "kiln.tile: elementwise op on blocks of different shapes (in tiles); broadcast the smaller "
+                "one with bcast_rows / bcast_cols / bcast_scalar");
+  static constexpr int rows = merge_dim(A::rows, B::rows), cols = merge_dim(A::cols, B::cols);
+  A a;
+  B b;
+  auto bind(abi::Loc l) const {
+    auto ba = a.bind(l);
+    auto bb = b.bind(l);
+    return Binary<Op, decltype(ba), decltype(bb)>{ba, bb};
+  }
+  float at(int i, int j) const { return Op::apply(a.at(i, j), b.at(i, j)); }
+};
+
+template <class Op, class A>
+struct Unary {
+  static constexpr int rows = A::rows, cols = A::cols;
+  A a;
+  auto bind(abi::Loc l) const {
+    auto ba = a.bind(l);
+    return Unary<Op, decltype(ba)>{ba};
+  }
+  float at(int i, int j) const { return Op::apply(a.at(i, j)); }
+};
+
+// Broadcasts: Dim0 = the first element row repeats down, Dim1 = the first element column repeats
+// across, both = element (0, 0) everywhere.
+template <bool Dim0, bool Dim1, class A>
+struct Bcast {
+  static_assert(!Dim0 || A::rows == 1, "kiln.tile: bcast_rows needs a (1, N) block (a row vector)");
+  static_assert(!Dim1 || A::cols == 1, "kiln.tile: bcast_cols needs an (M, 1) block (a column vector)");
+  static constexpr int rows = Dim0 ? 0 : A::rows, cols = Dim1 ? 0 : A::cols;
+  A a;
+  auto bind(abi::Loc l) const {
+    auto ba = a.bind(l);
+    return Bcast<Dim0, Dim1, decltype(ba)>{ba};
+  }
+  float at(int i, int j) const { return a.at(Dim0 ? 0 : i, Dim1 ? 0 : j); }
+};
+
+// Reduction over dim 0 (rows: a (1, N) result in element row 0) or dim 1 (columns: (M, 1) result
+// in element column 0); f32 accumulation; the rest of the result tiles is 0.
+template <int Dim, bool Max, class A>
+struct Reduce {
+  static_assert(Dim == 0 || Dim == 1, "kiln.tile: reduce dim must be 0 (over rows) or 1 (over columns)");
+  static_assert(A::rows > 0 && A::cols > 0, "kiln.tile: reduce of a broadcast expression");
+  static constexpr int rows = Dim == 0 ? 1 : A::rows, cols = Dim == 1 ? 1 : A::cols;
+  A a;
+  auto bind(abi::Loc l) const {
+    auto ba = a.bind(l);
+    return Reduce<Dim, Max, decltype(ba)>{ba};
+  }
+  float at(int i, int j) const {
+    if ((Dim == 0 && i != 0) || (Dim == 1 && j != 0)) return 0.0f;
+    constexpr int n = (Dim == 0 ? A::rows : A::cols) * kTile;
+    float acc = Max ? -__builtin_inff() : 0.0f;
+    for (int k = 0; k < n; k++) {
+      float v = Dim == 0 ? a.at(k, j) : a.at(i, k);
+      acc = Max ? (v > acc || v != v ? v : acc) : acc + v;
+    }
+    return acc;
+  }
+};
+
+template <class A, class B>
+struct Matmul {
+  static_assert(A::rows > 0 && A::cols > 0 && B::rows > 0 && B::cols > 0,
+                "kiln.tile: matmul of a broadcast expression");
+  static_assert(A::cols == B::rows, "kiln.tile: matmul needs a (M, K) block times a (K, N) block");
+  static constexpr int rows = A::rows, cols = B::cols;
+  A a;
+  B b;
+  abi::Loc where;
+  auto bind(abi::Loc l) const {
+    auto ba = a.bind(l);
+    auto bb = b.bind(l);
+    return Matmul<decltype(ba), decltype(bb)>{ba, bb, where};
+  }
+  float at(int i, int j) const {  // generic path (matmul inside a larger expression)
+    float acc = 0;
+    for (int k = 0; k < A::cols * kTile; k++) acc += a.at(i, k) * b.at(k, j);
+    return acc;
+  }
+};
+
+template <class E>
+struct IsMatmul {
+  static constexpr bool value = false;
+};
+template <class A, class B>
+struct IsMatmul<Matmul<A, B>> {
+  static constexpr bool value = true;
+};
+
+template <class E>
+concept Expr = requires(const E& e) {
+  E::rows;
+  E::cols;
+  e.bind(abi::Loc{});
+};
+
+// clang-format off
+struct AddOp { static float apply(float a, float b) { return a + b; } };
+struct SubOp { static float apply(float a, float b) { return a - b; } };
+struct MulOp { static float apply(float a, float b) { return a * b; } };
+struct DivOp { static float apply(float a, float b) { return a / b; } };
+struct MaxOp { static float apply(float a, float b) { return a > b || a != a ? a : b; } };
+struct MinOp { static float apply(float a, float b) { return a < b || a != a ? a : b; } };
+struct NegOp { static float apply(float a) { return -a; } };
+struct ExpOp { static float apply(float a) { return __builtin_expf(a); } };
+struct LogOp { static float apply(float a) { return __builtin_logf(a); } };
+struct SqrtOp { static float apply(float a) { return __builtin_sqrtf(a); } };
+struct RsqrtOp { static float apply(float a) { return 1.0f / __builtin_sqrtf(a); } };
+struct TanhOp { static float apply(float a) { return __builtin_tanhf(a); } };
+struct ReluOp { static float apply(float a) { return a > 0 ? a : 0.0f; } };
+struct SigmoidOp { static float apply(float a) { return 1.0f / (1.0f + __builtin_expf(-a)); } };
+struct AbsOp { static float apply(float a) { return __builtin_fabsf(a); } };
+struct RecipOp { static float apply(float a) { return 1.0f / a; } };
+// clang-format on
+
+// Blocks (scoped ones included) enter expressions as plain block handles; numbers as constants.
+template <class E>
+auto as_expr(const E& e) {
+  if constexpr (requires { typename E::expr_type; })
+    return typename E::expr_type(e.ref());
+  else if constexpr (requires { E::rows; })
+    return e;
+  else
+    return Const{static_cast<float>(e)};
+}
+
+}  // namespace detail
+
+template <class E>
+concept BlockExpr = detail::Expr<E>;
+template <class E>
+concept Operand = detail::Expr<E> || requires(E v) {
+  static_cast<float>(v);
+};
+
+#define KILN_TILE_BINARY(OP, NAME)                                           \
+  template <Operand A, Operand B>                                            \
+  requires(BlockExpr<A> || BlockExpr<B>) auto OP(const A& a, const B& b) {   \
+    auto ea = detail::as_expr(a);                                            \
+    auto eb = detail::as_expr(b);                                            \
+    return detail::Binary<detail::NAME, decltype(ea), decltype(eb)>{ea, eb}; \
+  }
+KILN_TILE_BINARY(operator+, AddOp)
+KILN_TILE_BINARY(operator-, SubOp)
+KILN_TILE_BINARY(operator*, MulOp)
+KILN_TILE_BINARY(operator/, DivOp)
+KILN_TILE_BINARY(maximum, MaxOp)
+KILN_TILE_BINARY(minimum, MinOp)
+#undef KILN_TILE_BINARY
+
+#define KILN_TILE_UNARY(NAME, OPNAME)                       \
+  template <BlockExpr A>                                    \
+  auto NAME(const A& a) {                                   \
+    auto ea = detail::as_expr(a);                           \
+    return detail::Unary<detail::OPNAME, decltype(ea)>{ea}; \
+  }
+KILN_TILE_UNARY(operator-, NegOp)
+KILN_TILE_UNARY(neg, NegOp)
+KILN_TILE_UNARY(exp, ExpOp)
+KILN_TILE_UNARY(log, LogOp)
+KILN_TILE_UNARY(sqrt, SqrtOp)
+KILN_TILE_UNARY(rsqrt, RsqrtOp)
+KILN_TILE_UNARY(tanh, TanhOp)
+KILN_TILE_UNARY(relu, ReluOp)
+KILN_TILE_UNARY(sigmoid, SigmoidOp)
+KILN_TILE_UNARY(abs, AbsOp)
+KILN_TILE_UNARY(reciprocal, RecipOp)
+#undef KILN_TILE_UNARY
+
+// A (1, N) block (row vector in the first element row of its tiles) repeated down every row.
+template <BlockExpr A>
+auto bcast_rows(const A& a) {
+  auto ea = detail::as_expr(a);
+  return detail::Bcast<true, false, decltype(ea)>{ea};
+}
+// An (M, 1) block (column vector in the first element column) repeated across every column.
+template <BlockExpr A>
+auto bcast_cols(const A& a) {
+  auto ea = detail::as_expr(a);
+  return detail::Bcast<false, true, decltype(ea)>{ea};
+}
+// A (1, 1) block's element (0, 0) everywhere.
+template <BlockExpr A>
+auto bcast_scalar(const A& a) {
+  auto ea = detail::as_expr(a);
+  return detail::Bcast<true, true, decltype(ea)>{ea};
+}
+template <int Dim, BlockExpr A>
+auto reduce_sum(const A& a) {
+  auto ea = detail::as_expr(a);
+  return detail::Reduce<Dim, false, decltype(ea)>{ea};
+}
+template <int Dim, BlockExpr A>
+auto reduce_max(const A& a) {
+  auto ea = detail::as_expr(a);
+  return detail::Reduce<Dim, true, decltype(ea)>{ea};
+}
+template <BlockExpr A, BlockExpr B>
+auto matmul(const A& a, const B& b, KILN_TILE_LOC) {
+  auto ea = detail::as_expr(a);
+  auto eb = detail::as_expr(b);
+  return detail::Matmul<decltype(ea), decltype(eb)>{ea, eb, detail::loc(line, file)};
+}
+
+// ---- blocks and circular buffers ----
+template <class T, int R, int C>
+class Block {
+ public:
+  static_assert(R > 0 && C > 0, "kiln.tile: a block has at least one tile in each dimension");
+  using value_type = T;
+  using expr_type = Block;
+  static constexpr int rows = R, cols = C, height = R * kTile, width = C * kTile;
+
+  explicit Block(abi::BlockRef ref) : ref_(ref) {}
+  abi::BlockRef ref() const { return ref_; }
+
+  // Evaluates `e` (broadcast to this shape) and writes it here.
+  template <Operand E>
+  void store(const E& e, KILN_TILE_LOC) const {
+    auto ex = detail::as_expr(e);
+    using X = decltype(ex);
+    static_assert(detail::dims_match(X::rows, R) && detail::dims_match(X::cols, C),
+                  "kiln.tile: store of an expression whose shape (in tiles) differs from the block's");
+    abi::Loc l = detail::loc(line, file);
+    auto bound = ex.bind(l);
+    T* out = data(1, l);
+    if constexpr (detail::IsMatmul<X>::value) {
+      matmul_rows(bound, out, false);
+    } else {
+      for (int i = 0; i < height; i++)
+        for (int j = 0; j < width; j++) out[i * width + j] = detail::from_f32<T>(bound.at(i, j));
+    }
+  }
+  // acc += a @ b with f32 accumulation (bf16 blocks round once per call).
+  template <class A, class B>
+  void operator+=(const detail::Matmul<A, B>& m) const {
+    static_assert(detail::Matmul<A, B>::rows == R && detail::Matmul<A, B>::cols == C,
+                  "kiln.tile: acc += matmul(a, b) needs acc of shape (M, N) for a (M, K) and b (K, N)");
+    auto bound = m.bind(m.where);
+    matmul_rows(bound, data(1, m.where), true);
+  }
+  // Binds this block for reading inside an expression (checks it is readable now).
+  detail::BoundBlock<T, R, C> bind(abi::Loc l) const { return {data(0, l)}; }
+
+ private:
+  T* data(int write, abi::Loc l) const { return static_cast<T*>(detail::rt->block_data(ref_, write, l)); }
+  // out row i = (accumulate ? out row i : 0) + sum_k a(i, k) * b(k, :), one f32 row at a time
+  template <class M>
+  static void matmul_rows(const M& m, T* out, bool accumulate) {
+    constexpr int K = decltype(m.a)::cols * kTile;
+    float row[width];
+    for (int i = 0; i < height; i++) {
+      for (int j = 0; j < width; j++) row[j] = accumulate ? detail::to_f32(out[i * width + j]) : 0.0f;
+      for (int k = 0; k < K; k++) {
+        float aik = m.a.at(i, k);
+        for (int j = 0; j < width; j++) row[j] += aik * m.b.at(k, j);
+      }
+      for (int j = 0; j < width; j++) out[i * width + j] = detail::from_f32<T>(row[j]);
+    }
+  }
+  abi::BlockRef ref_;
+};
+
+// A block that pushes (producer) or pops (consumer) when it goes out of scope.
+template <class CBT, bool Producer>
+class ScopedBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols> {
+ public:
+  ScopedBlock(const CBT& cb, abi::BlockRef ref, abi::Loc l)
+      : Block<typename CBT::value_type, CBT::rows, CBT::cols>(ref), cb_(cb), loc_(l) {}
+  ScopedBlock(const ScopedBlock&) = delete;
+  ScopedBlock& operator=(const ScopedBlock&) = delete;
+  ~ScopedBlock() {
+    if (Producer)
+      detail::rt->cb_push(cb_.id, loc_);
+    else
+      detail::rt->cb_pop(cb_.id, loc_);
+  }
+
+ private:
+  const CBT& cb_;
+  abi::Loc loc_;
+};
+
+// A circular buffer of blocks of R x C tiles of T (ring depth = the host's buffer factor).
+template <class T, int R, int C>
+struct CB {
+  using value_type = T;
+  using block_type = Block<T, R, C>;
+  static constexpr int rows = R, cols = C;
+  int id;
+
+  block_type reserve(KILN_TILE_LOC) const {
+    return block_type(detail::rt->cb_reserve(id, detail::loc(line, file)));
+  }
+  void push(KILN_TILE_LOC) const { detail::rt->cb_push(id, detail::loc(line, file)); }
+  block_type wait(KILN_TILE_LOC) const {
+    return block_type(detail::rt->cb_wait(id, detail::loc(line, file)));
+  }
+  void pop(KILN_TILE_LOC) const { detail::rt->cb_pop(id, detail::loc(line, file)); }
+  ScopedBlock<CB, true> scoped_reserve(KILN_TILE_LOC) const {
+    abi::Loc l = detail::loc(line, file);
+    return ScopedBlock<CB, true>(*this, detail::rt->cb_reserve(id, l), l);
+  }
+  ScopedBlock<CB, false> scoped_wait(KILN_TILE_LOC) const {
+    abi::Loc l = detail::loc(line, file);
+    return ScopedBlock<CB, false>(*this, detail::rt->cb_wait(id, l), l);
+  }
+};
+
+// ---- tensors and data movement ----
+template <class T>
+struct TensorSlice {
+  int tensor;
+  abi::Slice s;
+};
+
+// A bound tensor seen as 2D (rows, cols); slices count in tiles or elements (the host decides).
+template <class T, Indexing I>
+struct Accessor {
+  int id;
+  // rows [row, row + rows) x cols [col, col + cols), in the accessor's units
+  TensorSlice<T> slice(long long row, long long col, long long rows = 1, long long cols = 1) const {
+    return TensorSlice<T>{id, abi::Slice{row, col, rows, cols}};
+  }
+  TensorSlice<T> operator()(long long row, long long col) const { return slice(row, col); }
+  long long rows() const {
+    long long r, c;
+    detail::rt->tensor_dims(id, &r, &c);
+    return r;
+  }
+  long long cols() const {
+    long long r, c;
+    detail::rt->tensor_dims(id, &r, &c);
+    return c;
+  }
+};
+
+// An asynchronous copy; the blocks it touches may not be used until wait() returns.
+struct Transfer {
+  int id;
+  void wait(KILN_TILE_LOC) const { detail::rt->transfer_wait(id, detail::loc(line, file)); }
+};
+
+// tensor slice -> block; the slice must have the block's shape in tiles (tile accessors) or fit in
+// it (element accessors); elements outside the tensor or the slice read as `pad`.
+template <class T, int R, int C>
+Transfer dma(const TensorSlice<T>& src, const Block<T, R, C>& dst, float pad, KILN_TILE_LOC) {
+  return Transfer{detail::rt->dma_read(src.tensor, src.s, dst.ref(), pad, detail::loc(line, file))};
+}
+template <class T, int R, int C>
+Transfer dma(const TensorSlice<T>& src, const Block<T, R, C>& dst, KILN_TILE_LOC) {
+  return Transfer{detail::rt->dma_read(src.tensor, src.s, dst.ref(), 0.0f, detail::loc(line, file))};
+}
+// block -> tensor slice; only the part of the slice inside the tensor is written.
+template <class T, int R, int C>
+Transfer dma(const Block<T, R, C>& src, const TensorSlice<T>& dst, KILN_TILE_LOC) {
+  return Transfer{detail::rt->dma_write(src.ref(), dst.tensor, dst.s, detail::loc(line, file))};
+}
+
+// ---- cross-core (2D grids only) ----
+// Copies `src` into the block each core of `range` (this core excluded) reserved in `dst` and
+// handed to mcast_receive(); waits until every receiver is ready.
+template <class T, int R, int C>
+Transfer mcast(const Block<T, R, C>& src, const CB<T, R, C>& dst, CoreRange range, KILN_TILE_LOC) {
+  static_assert(detail::kGrid2D<T>,
+                "kiln.tile: multicast needs a 2D grid (Grid::grid2d); this program runs on a "
+                "plain core count without topology");
+  return Transfer{detail::rt->mcast(src.ref(), dst.id, range, detail::loc(line, file))};
+}
+// Marks a reserved block as the destination of a multicast; wait() returns when it arrived.
+template <class T, int R, int C>
+Transfer mcast_receive(const Block<T, R, C>& dst, KILN_TILE_LOC) {
+  static_assert(detail::kGrid2D<T>,
+                "kiln.tile: multicast needs a 2D grid (Grid::grid2d); this program runs on a "
+                "plain core count without topology");
+  return Transfer{detail::rt->mcast_receive(dst.ref(), detail::loc(line, file))};
+}
+
+// A per-core counter; remote_inc and mcast_set reach other cores of a 2D grid.
+struct Semaphore {
+  int id;
+  void set(long long v, KILN_TILE_LOC) const { detail::rt->sem_set(id, v, detail::loc(line, file)); }
+  void inc(long long n = 1, KILN_TILE_LOC) const { detail::rt->sem_inc(id, n, detail::loc(line, file)); }
+  // Blocks until this core's value is at least v.
+  void wait(long long v, KILN_TILE_LOC) const { detail::rt->sem_wait(id, v, detail::loc(line, file)); }
+  long long value(KILN_TILE_LOC) const { return detail::rt->sem_value(id, detail::loc(line, file)); }
+  template <class T = void>
+  void remote_inc(int x, int y, long long n = 1, KILN_TILE_LOC) const {
+    static_assert(detail::kGrid2D<T>, "kiln.tile: remote semaphore ops need a 2D grid (Grid::grid2d)");
+    detail::rt->sem_remote_inc(id, x, y, n, detail::loc(line, file));
+  }
+  template <class T = void>
+  void mcast_set(CoreRange range, long long v, KILN_TILE_LOC) const {
+    static_assert(detail::kGrid2D<T>,
+                  "kiln.tile: multicast needs a 2D grid (Grid::grid2d); this program runs on "
+                  "a plain core count without topology");
+    detail::rt->sem_mcast_set(id, range, v, detail::loc(line, file));
+  }
+};
+
+}  // namespace kiln::tile
+
+#undef KILN_TILE_LOC

@@ -1,0 +1,186 @@
+// Cooperative roles: every role of every core is a ucontext fiber; a small set of threads (from
+// the runtime's pool) each runs the fibers of a fixed subset of cores, switching when a role
+// blocks on a CB, semaphore or multicast. Deadlock = no thread has a role that can go on.
+#include <algorithm>
+
+#include "kiln/error.h"
+#include "runtime/thread_pool.h"
+#include "tile/cpu/launch_state.h"
+
+namespace kiln::tile::cpu {
+
+namespace {
+
+constexpr size_t kStackBytes = 256 * 1024;
+
+thread_local Worker* tls_worker = nullptr;
+
+void trampoline() {
+  Worker* w = tls_worker;
+  Fiber* f = w->current;
+  f->fn();
+  std::lock_guard<std::mutex> lk(w->launch->mu);
+  f->state = Fiber::Done;
+}  // returns to the scheduler through uc_link
+
+bool can_run(Fiber* f) { return f->state == Fiber::Runnable || (f->state == Fiber::Blocked && f->ready()); }
+
+void set_error(Launch& L, const std::string& msg) {
+  if (!L.failed) L.error = msg;
+  L.failed = true;
+  L.epoch++;
+  L.cv.notify_all();
+}
+
+void report_deadlock(Launch& L) {
+  std::string msg =
+      "kiln.tile: deadlock in kernel '" + L.desc->name + "': every role still running is blocked:";
+  for (auto& f : L.fibers)
+    if (f->state == Fiber::Blocked)
+      msg += "\n  " + core_name(L, *f->core) + " " + f->role + ": " + f->blocked() + " at " +
+             where(f->blocked_at);
+  set_error(L, msg);
+}
+
+// Blocks a role may not leave behind: every reserve pushed, every wait popped, every push consumed.
+void check_core_end(Launch& L, Core& c) {
+  for (Fiber* f : c.fibers)
+    if (f->state != Fiber::Done) return;
+  std::string pre = "kiln.tile: kernel '" + L.desc->name + "' " + core_name(L, c) + " ended with ";
+  for (auto& cb : c.cbs) {
+    const std::string& name = cb.decl->name;
+    for (auto& s : cb.slots) {
+      if (s.state == Slot::Reserved)
+        return set_error(L, pre + "a block of CB '" + name + "' reserved at " + where(s.acquired_at) +
+                                " and never pushed");
+      if (s.state == Slot::Held)
+        return set_error(
+            L, pre + "a block of CB '" + name + "' waited at " + where(s.acquired_at) + " and never popped");
+    }
+    if (cb.pushed > cb.waited)
+      return set_error(
+          L, pre + std::to_string(cb.pushed - cb.waited) + " block(s) of CB '" + name + "' pushed (last at " +
+                 where(cb.slots[(cb.pushed - 1) % cb.slots.size()].pushed_at) + ") that no role waited for");
+  }
+  for (auto& t : c.transfers)
+    if (!t.waited)
+      return set_error(L, pre + "a transfer issued at " + where(t.issued_at) + " that was never waited");
+}
+
+void worker_loop(Launch& L, int w, int threads) {
+  Worker W{&L, {}, nullptr};
+  tls_worker = &W;
+  std::vector<Fiber*> mine;
+  for (auto& c : L.cores)
+    if (c->index % threads == w)
+      for (Fiber* f : c->fibers) {
+        getcontext(&f->ctx);
+        f->stack.reset(new char[kStackBytes]);
+        f->ctx.uc_stack.ss_sp = f->stack.get();
+        f->ctx.uc_stack.ss_size = kStackBytes;
+        f->ctx.uc_link = &W.main;
+        makecontext(&f->ctx, trampoline, 0);
+        mine.push_back(f);
+      }
+  std::unique_lock<std::mutex> lk(L.mu);
+  size_t rr = 0;
+  while (!L.failed) {
+    Fiber* next = nullptr;
+    bool alive = false;
+    for (size_t k = 0; k < mine.size() && !next; k++) {
+      Fiber* f = mine[(rr + k) % mine.size()];
+      if (f->state == Fiber::Done || f->state == Fiber::Failed) continue;
+      alive = true;
+      if (can_run(f)) next = f, rr = (rr + k + 1) % mine.size();
+    }
+    if (!alive) break;
+    if (!next) {
+      // Nothing here can go on: a deadlock if no other thread runs a role and none could.
+      L.sleeping++;
+      if (L.sleeping == L.live_workers &&
+          std::none_of(L.fibers.begin(), L.fibers.end(), [](auto& f) { return can_run(f.get()); })) {
+        report_deadlock(L);
+        break;
+      }
+      uint64_t seen = L.epoch;
+      L.cv.wait(lk, [&] { return L.epoch != seen || L.failed; });
+      L.sleeping--;
+      continue;
+    }
+    next->state = Fiber::Running;
+    W.current = next;
+    lk.unlock();
+    swapcontext(&W.main, &next->ctx);
+    lk.lock();
+    W.current = nullptr;
+    if (next->state == Fiber::Done) {
+      check_core_end(L, *next->core);
+      notify_progress(L);
+    }
+  }
+  L.live_workers--;
+  L.epoch++;
+  L.cv.notify_all();
+  tls_worker = nullptr;
+}
+
+}  // namespace
+
+Worker*& this_worker() { return tls_worker; }
+
+void notify_progress(Launch& L) {
+  L.epoch++;
+  if (L.sleeping) L.cv.notify_all();
+}
+
+std::string where(abi::Loc at) {
+  return std::string(at.file ? at.file : "?") + ":" + std::to_string(at.line);
+}
+
+std::string core_name(const Launch& L, const Core& c) {
+  if (!L.desc->grid.is_2d) return "core " + std::to_string(c.index);
+  return "core " + std::to_string(c.index) + " (x=" + std::to_string(c.x) + ", y=" + std::to_string(c.y) +
+         ")";
+}
+
+void block_until(std::unique_lock<std::mutex>& lk, std::function<bool()> ready,
+                 std::function<std::string()> what, abi::Loc at) {
+  if (ready()) return;
+  Worker* w = tls_worker;
+  Fiber* f = w->current;
+  f->ready = std::move(ready);
+  f->blocked = std::move(what);
+  f->blocked_at = at;
+  while (!f->ready()) {
+    f->state = Fiber::Blocked;
+    lk.unlock();
+    swapcontext(&f->ctx, &w->main);
+    lk.lock();  // the scheduler saw ready() hold; another role may have taken it since
+  }
+  f->ready = nullptr;
+  f->blocked = nullptr;
+}
+
+void fail_here(std::unique_lock<std::mutex>& lk, const std::string& msg, abi::Loc at) {
+  Worker* w = tls_worker;
+  Fiber* f = w->current;
+  Launch& L = *w->launch;
+  set_error(L, "kiln.tile: kernel '" + L.desc->name + "' " + core_name(L, *f->core) + " " + f->role + ": " +
+                   msg + " at " + where(at));
+  f->state = Fiber::Failed;
+  lk.unlock();
+  swapcontext(&f->ctx, &w->main);  // never resumed: the launch is over
+  __builtin_unreachable();
+}
+
+void run_cores(Launch& L) {
+  // one chunk per thread, all running at once: a thread's roles may wait on another thread's
+  int threads = std::max(1, std::min<int>(runtime::pool_threads(), static_cast<int>(L.cores.size())));
+  L.live_workers = threads;
+  runtime::parallel_for(threads, [&](int64_t lo, int64_t hi) {
+    for (int64_t w = lo; w < hi; w++) worker_loop(L, static_cast<int>(w), threads);
+  });
+  if (L.failed) throw Error(L.error);
+}
+
+}  // namespace kiln::tile::cpu

@@ -1,0 +1,155 @@
+// tile::Program: the host-side declarations of a tile program (tensors, CBs, semaphores, args).
+#include <cctype>
+#include <utility>
+
+#include "kiln/error.h"
+#include "tile/program_desc.h"
+
+namespace kiln::tile {
+
+namespace {
+
+[[noreturn]] void fail(const Program::Desc& d, const std::string& msg) {
+  throw Error("kiln.tile: program '" + d.name + "': " + msg);
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+// Every name becomes a C++ identifier in the generated prelude; they share one scope.
+void check_new_name(const Program::Desc& d, const std::string& name, bool rebinding_ok = false) {
+  if (!is_identifier(name)) fail(d, "'" + name + "' is not a valid C++ identifier");
+  bool taken = false;
+  for (auto& t : d.tensors) taken |= t.name == name;
+  if (taken && rebinding_ok) return;
+  for (auto& c : d.cbs) taken |= c.name == name;
+  for (auto& s : d.semaphores) taken |= s == name;
+  for (auto& c : d.constants) taken |= c.first == name;
+  for (auto& a : d.arg_names) taken |= a == name;
+  if (taken) fail(d, "the name '" + name + "' is declared twice");
+}
+
+void check_dtype(const Program::Desc& d, const std::string& what, DType t) {
+  if (t != DType::F32 && t != DType::BF16)
+    fail(d, what + " has dtype " + dtype_name(t) + "; tile kernels support f32 and bf16");
+}
+
+}  // namespace
+
+Grid Grid::cores(int n) {
+  if (n < 1) throw Error("kiln.tile: Grid::cores(" + std::to_string(n) + "): need at least one core");
+  return Grid{.is_2d = false, .rows = 1, .cols = n};
+}
+
+Grid Grid::grid2d(int rows, int cols) {
+  if (rows < 1 || cols < 1)
+    throw Error("kiln.tile: Grid::grid2d(" + std::to_string(rows) + ", " + std::to_string(cols) +
+                "): need at least one core in each dimension");
+  return Grid{.is_2d = true, .rows = rows, .cols = cols};
+}
+
+Program::Program(std::string name, std::string source, Grid grid, std::string file)
+    : d_(std::make_shared<Desc>()) {
+  d_->name = std::move(name);
+  d_->file = file.empty() ? d_->name + ".cpp" : std::move(file);
+  d_->source = std::move(source);
+  d_->grid = grid;
+  d_->args.resize(grid.size());
+}
+
+Program Program::from_library(const std::string& path, Grid grid) {
+  std::string name = path.substr(0, path.rfind('.'));
+  for (char& c : name)
+    if (c == '/') c = '_';
+  return Program(name, library_kernel(path), grid, "kernels/" + path);
+}
+
+Program& Program::input(const std::string& name, const Tensor& t, Indexing indexing) {
+  check_new_name(*d_, name, true);
+  check_dtype(*d_, "input '" + name + "'", t.dtype());
+  for (auto& x : d_->tensors)
+    if (x.name == name) {
+      if (x.output) fail(*d_, "'" + name + "' is an output, not an input");
+      x = TensorDecl{name, t.dtype(), indexing, false, t, t.shape()};
+      return *this;
+    }
+  d_->tensors.push_back(TensorDecl{name, t.dtype(), indexing, false, t, t.shape()});
+  return *this;
+}
+
+Program& Program::output(const std::string& name, Shape shape, DType dtype, Indexing indexing) {
+  check_new_name(*d_, name);
+  check_dtype(*d_, "output '" + name + "'", dtype);
+  d_->tensors.push_back(TensorDecl{name, dtype, indexing, true, Tensor(), std::move(shape)});
+  return *this;
+}
+
+Program& Program::cb(const std::string& name, int rows, int cols, DType dtype, int buffer_factor) {
+  check_new_name(*d_, name);
+  check_dtype(*d_, "CB '" + name + "'", dtype);
+  if (rows < 1 || cols < 1 || buffer_factor < 1)
+    fail(*d_, "CB '" + name +
+                  "' needs a block of at least 1x1 tiles and a buffer factor of at least 1 (got " +
+                  std::to_string(rows) + "x" + std::to_string(cols) + ", factor " +
+                  std::to_string(buffer_factor) + ")");
+  d_->cbs.push_back(CBDecl{name, rows, cols, dtype, buffer_factor});
+  return *this;
+}
+
+Program& Program::semaphore(const std::string& name) {
+  check_new_name(*d_, name);
+  d_->semaphores.push_back(name);
+  return *this;
+}
+
+Program& Program::constant(const std::string& name, int64_t value) {
+  check_new_name(*d_, name);
+  d_->constants.emplace_back(name, value);
+  return *this;
+}
+
+Program& Program::runtime_args(std::vector<std::string> names) {
+  for (auto& n : names) check_new_name(*d_, n);
+  d_->arg_names = std::move(names);
+  return *this;
+}
+
+Program& Program::set_runtime_args(int core, std::vector<int64_t> values) {
+  if (core < 0 || core >= d_->grid.size())
+    fail(*d_, "set_runtime_args: core " + std::to_string(core) + " is outside the grid of " +
+                  std::to_string(d_->grid.size()) + " cores");
+  if (values.size() != d_->arg_names.size())
+    fail(*d_, "set_runtime_args: core " + std::to_string(core) + " got " + std::to_string(values.size()) +
+                  " values for " + std::to_string(d_->arg_names.size()) + " declared runtime args");
+  d_->args[core] = std::move(values);
+  return *this;
+}
+
+Program& Program::roles(std::vector<std::string> data_movement, std::string compute) {
+  for (auto& r : data_movement)
+    if (!is_identifier(r)) fail(*d_, "role '" + r + "' is not a valid C++ identifier");
+  if (!is_identifier(compute)) fail(*d_, "role '" + compute + "' is not a valid C++ identifier");
+  d_->dm_roles = std::move(data_movement);
+  d_->compute_role = std::move(compute);
+  return *this;
+}
+
+void Program::run() { cpu::launch(*d_); }
+
+Tensor Program::result(const std::string& name) const {
+  for (auto& t : d_->tensors)
+    if (t.name == name) {
+      if (!t.output) fail(*d_, "result('" + name + "'): '" + name + "' is an input");
+      if (!t.value.defined()) fail(*d_, "result('" + name + "'): the program has not run yet");
+      return t.value;
+    }
+  fail(*d_, "result('" + name + "'): no output of that name");
+}
+
+std::string Program::generated_source() const { return generate_source(*d_); }
+
+}  // namespace kiln::tile

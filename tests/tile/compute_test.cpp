@@ -1,0 +1,180 @@
+// Tile programs, compute: broadcast blocks (4,1) (1,4) (1,1), reductions over rows and columns,
+// unary math, single- and multi-core matmul with K accumulation, f32 and bf16.
+#include <cmath>
+
+#include "tile/tile_helpers.h"
+
+namespace kiln::testing {
+namespace {
+
+using tile::Grid;
+using tile::Program;
+
+TEST(TileBroadcast, ColumnVectorBlocks4x1) {
+  // y = a * b + c with c a 256 x 1 column vector, blocks of 4 x 2 tiles, two cores
+  Tensor a = tile_input({256, 128}, 21), b = tile_input({256, 128}, 22), c = tile_input({256, 1}, 23);
+  Program p = Program::from_library("broadcast/mul_add_col.cpp", Grid::cores(2));
+  p.input("a", a).input("b", b).input("cvec", c).output("y", {256, 128}, DType::F32);
+  p.cb("a_cb", 4, 2, DType::F32).cb("b_cb", 4, 2, DType::F32).cb("c_cb", 4, 1, DType::F32);
+  p.cb("y_cb", 4, 2, DType::F32).constant("BR", 4).constant("BC", 2);
+  p.runtime_args({"start", "count"}).set_runtime_args(0, {0, 1}).set_runtime_args(1, {1, 1});
+  p.run();
+  auto av = a.to_vector<float>(), bv = b.to_vector<float>(), cv = c.to_vector<float>();
+  std::vector<float> want(av.size());
+  for (int i = 0; i < 256; i++)
+    for (int j = 0; j < 128; j++) want[i * 128 + j] = av[i * 128 + j] * bv[i * 128 + j] + cv[i];
+  expect_near_all(p.result("y"), want, 1e-6, 1e-6);
+}
+
+// y = a + bcast(v): one block of 4 x 4 tiles; v's CB shape picks the broadcast.
+std::string bcast_kernel(const std::string& expr) {
+  return R"(
+void reader() {
+  auto ab = a_cb.scoped_reserve();
+  auto vb = v_cb.scoped_reserve();
+  Transfer t1 = dma(a.slice(0, 0, 4, 4), ab);
+  Transfer t2 = dma(v.slice(0, 0, v_cb.rows, v_cb.cols), vb);
+  t1.wait();
+  t2.wait();
+}
+void compute() {
+  auto ab = a_cb.scoped_wait();
+  auto vb = v_cb.scoped_wait();
+  auto yb = y_cb.scoped_reserve();
+  yb.store()" +
+         expr + R"();
+}
+void writer() {
+  auto yb = y_cb.scoped_wait();
+  dma(yb, y.slice(0, 0, 4, 4)).wait();
+}
+)";
+}
+
+void run_bcast(const std::string& name, const std::string& expr, Shape vshape, int vr, int vc,
+               const std::function<float(float a, const std::vector<float>& v, int i, int j)>& ref) {
+  Tensor a = tile_input({128, 128}, 31), v = tile_input(vshape, 32);
+  Program p(name, bcast_kernel(expr), Grid::cores(1));
+  p.input("a", a).input("v", v).output("y", {128, 128}, DType::F32);
+  p.cb("a_cb", 4, 4, DType::F32).cb("v_cb", vr, vc, DType::F32).cb("y_cb", 4, 4, DType::F32);
+  p.run();
+  auto av = a.to_vector<float>(), vv = v.to_vector<float>();
+  std::vector<float> want(av.size());
+  for (int i = 0; i < 128; i++)
+    for (int j = 0; j < 128; j++) want[i * 128 + j] = ref(av[i * 128 + j], vv, i, j);
+  expect_near_all(p.result("y"), want, 1e-6, 1e-6);
+}
+
+TEST(TileBroadcast, ColumnBlock4x1) {
+  run_bcast("bcast_cols", "ab + bcast_cols(vb)", {128, 1}, 4, 1,
+            [](float a, const std::vector<float>& v, int i, int) { return a + v[i]; });
+}
+
+TEST(TileBroadcast, RowBlock1x4) {
+  run_bcast("bcast_rows", "ab - bcast_rows(vb)", {1, 128}, 1, 4,
+            [](float a, const std::vector<float>& v, int, int j) { return a - v[j]; });
+}
+
+TEST(TileBroadcast, ScalarBlock1x1) {
+  run_bcast("bcast_scalar", "ab * bcast_scalar(vb)", {1, 1}, 1, 1,
+            [](float a, const std::vector<float>& v, int, int) { return a * v[0]; });
+}
+
+const char* kReduceMath = R"(
+// sums over rows (a 1 x N result), maxima over columns (M x 1), and unary math, of one 2x2 block
+void reader() {
+  auto xb = x_cb.scoped_reserve();
+  dma(x.slice(0, 0, 2, 2), xb).wait();
+}
+void compute() {
+  auto xb = x_cb.scoped_wait();
+  {
+    auto s = s_cb.scoped_reserve();
+    s.store(reduce_sum<0>(xb));
+  }
+  {
+    auto m = m_cb.scoped_reserve();
+    m.store(reduce_max<1>(xb));
+  }
+  auto u = u_cb.scoped_reserve();
+  u.store(sigmoid(xb) + tanh(xb) + relu(xb) + abs(xb) + neg(xb) + exp(xb) * 0.5f + log(abs(xb) + 1.0f) +
+          sqrt(abs(xb)) + rsqrt(abs(xb) + 1.0f) - xb / 3.0f);
+}
+void writer() {
+  {
+    auto s = s_cb.scoped_wait();
+    dma(s, sums.slice(0, 0, 1, 2)).wait();
+  }
+  {
+    auto m = m_cb.scoped_wait();
+    dma(m, maxes.slice(0, 0, 2, 1)).wait();
+  }
+  auto u = u_cb.scoped_wait();
+  dma(u, math.slice(0, 0, 2, 2)).wait();
+}
+)";
+
+TEST(TileCompute, ReduceOverRowsAndColumnsAndUnaryMath) {
+  Tensor x = tile_input({64, 64}, 41, DType::F32, -2, 2);
+  Program p("reduce_math", kReduceMath, Grid::cores(1));
+  p.input("x", x).output("sums", {1, 64}, DType::F32).output("maxes", {64, 1}, DType::F32);
+  p.output("math", {64, 64}, DType::F32);
+  p.cb("x_cb", 2, 2, DType::F32).cb("s_cb", 1, 2, DType::F32).cb("m_cb", 2, 1, DType::F32);
+  p.cb("u_cb", 2, 2, DType::F32);
+  p.run();
+  auto xv = x.to_vector<float>();
+  std::vector<float> sums(64, 0), maxes(64, -INFINITY), math(xv.size());
+  for (int i = 0; i < 64; i++)
+    for (int j = 0; j < 64; j++) {
+      float v = xv[i * 64 + j];
+      sums[j] += v;
+      maxes[i] = std::max(maxes[i], v);
+      math[i * 64 + j] = 1 / (1 + std::exp(-v)) + std::tanh(v) + std::max(v, 0.0f) + std::abs(v) - v +
+                         std::exp(v) * 0.5f + std::log(std::abs(v) + 1) + std::sqrt(std::abs(v)) +
+                         1 / std::sqrt(std::abs(v) + 1) - v / 3;
+    }
+  expect_near_all(p.result("sums"), sums, 1e-5, 1e-5);
+  expect_near_all(p.result("maxes"), maxes, 0, 0);
+  expect_near_all(p.result("math"), math, 1e-5, 1e-5);
+}
+
+std::vector<float> matmul_ref(const Tensor& a, const Tensor& b, int M, int K, int N) {
+  auto av = a.to_vector<float>(), bv = b.to_vector<float>();
+  std::vector<float> y(M * N, 0);
+  for (int i = 0; i < M; i++)
+    for (int k = 0; k < K; k++)
+      for (int j = 0; j < N; j++) y[i * N + j] += av[i * K + k] * bv[k * N + j];
+  return y;
+}
+
+// The shipped matmul kernel on `cores` cores (blocks of bm x bk, bk x bn, bm x bn tiles).
+Tensor run_matmul(const Tensor& a, const Tensor& b, int cores, int bm, int bk, int bn, DType t) {
+  int64_t M = a.size(0), N = b.size(1);
+  Program p = Program::from_library("matmul/matmul.cpp", Grid::cores(cores));
+  p.input("a", a).input("b", b).output("y", {M, N}, t);
+  p.cb("a_cb", bm, bk, t).cb("b_cb", bk, bn, t).cb("y_cb", bm, bn, t);
+  p.constant("BM", bm).constant("BK", bk).constant("BN", bn);
+  p.runtime_args({"start", "count"});
+  auto w = tile::split_work((M / 32 / bm) * (N / 32 / bn), cores);
+  for (int c = 0; c < cores; c++) p.set_runtime_args(c, {w[c].start, w[c].count});
+  p.run();
+  return p.result("y");
+}
+
+TEST(TileMatmul, SingleCoreAccumulatesOverK) {
+  Tensor a = tile_input({64, 128}, 51), b = tile_input({128, 96}, 52);
+  expect_near_all(run_matmul(a, b, 1, 1, 1, 1, DType::F32), matmul_ref(a, b, 64, 128, 96), 1e-4, 1e-4);
+}
+
+TEST(TileMatmul, MultiCoreWithBlocks) {
+  Tensor a = tile_input({128, 128}, 53), b = tile_input({128, 128}, 54);
+  expect_near_all(run_matmul(a, b, 3, 2, 2, 1, DType::F32), matmul_ref(a, b, 128, 128, 128), 1e-4, 1e-4);
+}
+
+TEST(TileMatmul, Bf16) {
+  Tensor a = tile_input({64, 64}, 55, DType::BF16), b = tile_input({64, 64}, 56, DType::BF16);
+  expect_near_all(run_matmul(a, b, 2, 1, 1, 1, DType::BF16), matmul_ref(a, b, 64, 64, 64), 2e-2, 5e-2);
+}
+
+}  // namespace
+}  // namespace kiln::testing

@@ -1,0 +1,198 @@
+// Tile programs that must fail, each with the exact error: deadlock (with the blocked lines), use
+// after pop, compute before the DMA completed, push before the DMA wait, leftover blocks,
+// out-of-range slices, slice/block shape mismatch, multicast on a plain core count.
+#include "tile/tile_helpers.h"
+
+namespace kiln::testing {
+namespace {
+
+using tile::Grid;
+using tile::Program;
+
+// A one-core program over a 64x64 input x and output y with 1x1-tile CBs x_cb and y_cb.
+std::string run_error(const std::string& name, const std::string& src, Grid grid = Grid::cores(1)) {
+  Program p(name, src, grid);
+  p.input("x", tile_input({64, 64}, 71)).output("y", {64, 64}, DType::F32);
+  p.cb("x_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
+  return error_of([&] { p.run(); });
+}
+
+const char* kWriter = R"(
+void writer() {
+  auto yb = y_cb.scoped_wait();
+  dma(yb, y.slice(0, 0)).wait();
+}
+)";
+
+TEST(TileErrors, DeadlockReportsEveryBlockedOperationWithItsLine) {
+  // the reader pushes one block, compute waits for two
+  std::string src = std::string(R"(
+void reader() {
+  auto xb = x_cb.scoped_reserve();
+  dma(x.slice(0, 0), xb).wait();
+}
+void compute() {
+  auto a = x_cb.scoped_wait();
+  auto b = x_cb.scoped_wait();  // BLOCKS
+  auto yb = y_cb.scoped_reserve();
+  yb.store(a + b);
+}
+)") + kWriter;
+  std::string err = run_error("deadlock", src);
+  EXPECT_NE(err.find("deadlock in kernel 'deadlock'"), std::string::npos) << err;
+  EXPECT_NE(err.find("core 0 compute: wait() on CB 'x_cb' (no block pushed) at deadlock.cpp:" +
+                     std::to_string(line_of(src, "BLOCKS"))),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("core 0 writer: wait() on CB 'y_cb'"), std::string::npos) << err;
+}
+
+TEST(TileErrors, UseAfterPop) {
+  std::string src = std::string(R"(
+void reader() {
+  auto xb = x_cb.reserve();
+  dma(x.slice(0, 0), xb).wait();
+  x_cb.push();
+}
+void compute() {
+  auto xb = x_cb.wait();
+  x_cb.pop();  // POP
+  auto yb = y_cb.scoped_reserve();
+  yb.store(xb * 2.0f);  // USE
+}
+)") + kWriter;
+  std::string err = run_error("use_after_pop", src);
+  EXPECT_NE(err.find("kernel 'use_after_pop' core 0 compute: block of CB 'x_cb' used after pop() (at "
+                     "use_after_pop.cpp:" +
+                     std::to_string(line_of(src, "POP")) +
+                     ") at use_after_pop.cpp:" + std::to_string(line_of(src, "USE"))),
+            std::string::npos)
+      << err;
+}
+
+TEST(TileErrors, ComputeBeforeDmaCompleted) {
+  std::string src = std::string(R"(
+void reader() {
+  auto xb = x_cb.scoped_reserve();
+  Transfer t = dma(x.slice(0, 0), xb);  // ISSUE
+  xb.store(xb * 2.0f);  // TOO EARLY
+  t.wait();
+}
+void compute() {
+  auto xb = x_cb.scoped_wait();
+  auto yb = y_cb.scoped_reserve();
+  yb.store(xb);
+}
+)") + kWriter;
+  std::string err = run_error("early_read", src);
+  EXPECT_NE(
+      err.find("block of CB 'x_cb' read before its DMA completed: call .wait() on the transfer issued at "
+               "early_read.cpp:" +
+               std::to_string(line_of(src, "ISSUE"))),
+      std::string::npos)
+      << err;
+}
+
+TEST(TileErrors, PushBeforeDmaWait) {
+  std::string src = std::string(R"(
+void reader() {
+  auto xb = x_cb.reserve();
+  Transfer t = dma(x.slice(0, 0), xb);
+  x_cb.push();
+  t.wait();
+}
+void compute() {
+  auto xb = x_cb.scoped_wait();
+  auto yb = y_cb.scoped_reserve();
+  yb.store(xb);
+}
+)") + kWriter;
+  std::string err = run_error("early_push", src);
+  EXPECT_NE(err.find("push() on CB 'x_cb' of a block whose DMA was not waited"), std::string::npos) << err;
+}
+
+TEST(TileErrors, BlockLeftReservedAtKernelEnd) {
+  std::string src = R"(
+void reader() {
+  auto xb = x_cb.reserve();  // NEVER PUSHED
+  dma(x.slice(0, 0), xb).wait();
+}
+void compute() {}
+void writer() {}
+)";
+  std::string err = run_error("leftover", src);
+  EXPECT_NE(err.find("kernel 'leftover' core 0 ended with a block of CB 'x_cb' reserved at leftover.cpp:" +
+                     std::to_string(line_of(src, "NEVER PUSHED")) + " and never pushed"),
+            std::string::npos)
+      << err;
+}
+
+TEST(TileErrors, SliceOutOfRangeAndShapeMismatch) {
+  std::string out_of_range = std::string(R"(
+void reader() {
+  auto xb = x_cb.scoped_reserve();
+  dma(x.slice(2, 0), xb).wait();
+}
+void compute() {}
+void writer() {}
+)");
+  std::string err = run_error("out_of_range", out_of_range);
+  EXPECT_NE(err.find("tensor slice out of range: tiles 2..3 x 0..1 tiles of tensor 'x' (2x2 tiles)"),
+            std::string::npos)
+      << err;
+  std::string mismatch = std::string(R"(
+void reader() {
+  auto xb = x_cb.scoped_reserve();
+  dma(x.slice(0, 0, 2, 2), xb).wait();
+}
+void compute() {}
+void writer() {}
+)");
+  err = run_error("mismatch", mismatch);
+  EXPECT_NE(err.find("dma between a slice of 2x2 tiles of tensor 'x' and a block of 1x1 tiles of CB 'x_cb': "
+                     "shapes must match"),
+            std::string::npos)
+      << err;
+}
+
+TEST(TileErrors, MulticastOnPlainCoreCountIsACompileError) {
+  std::string src = std::string(R"(
+void reader() {
+  auto xb = x_cb.scoped_reserve();
+  dma(x.slice(0, 0), xb).wait();
+  mcast(xb, x_cb, CoreRange{0, 0, 2, 1}).wait();
+}
+void compute() {
+  auto xb = x_cb.scoped_wait();
+  auto yb = y_cb.scoped_reserve();
+  yb.store(xb);
+}
+)") + kWriter;
+  std::string err = run_error("mcast_plain", src, Grid::cores(2));
+  EXPECT_NE(err.find("kiln.compile: the C++ compiler"), std::string::npos) << err;
+  EXPECT_NE(err.find("multicast needs a 2D grid (Grid::grid2d); this program runs on a plain core count"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("mcast_plain.cpp:5"), std::string::npos) << err;  // the line that multicasts
+}
+
+TEST(TileErrors, BlockShapeMismatchIsACompileError) {
+  std::string src = std::string(R"(
+void reader() {}
+void compute() {
+  auto yb = y_cb.scoped_reserve();
+  auto big = z_cb.scoped_wait();
+  yb.store(big);
+}
+void writer() {}
+)");
+  Program p("shape_mismatch", src, Grid::cores(1));
+  p.output("y", {64, 64}, DType::F32).cb("y_cb", 1, 1, DType::F32).cb("z_cb", 2, 2, DType::F32);
+  std::string err = error_of([&] { p.run(); });
+  EXPECT_NE(err.find("store of an expression whose shape (in tiles) differs from the block's"),
+            std::string::npos)
+      << err;
+}
+
+}  // namespace
+}  // namespace kiln::testing
