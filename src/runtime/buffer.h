@@ -10,6 +10,9 @@ namespace kiln {
 
 struct Buffer {
   Buffer(DType dtype, int64_t numel, Device device = Device::cpu());
+  // A view of numel elements at byte `offset` of `base` (an arena of the memory plan): it shares
+  // the base's memory and keeps the base alive; the base's allocator frees it.
+  Buffer(std::shared_ptr<Buffer> base, size_t offset, DType dtype, int64_t numel);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -17,8 +20,10 @@ struct Buffer {
   DType dtype;
   int64_t numel;
   Device device;
-  void* data = nullptr;  // host pointer on CPU
-  int64_t id;            // unique, names the BUFFER node
+  void* data = nullptr;          // host pointer on CPU
+  int64_t id;                    // unique, names the BUFFER node; later buffers have larger ids
+  std::shared_ptr<Buffer> base;  // set for a view
+  size_t offset = 0;             // of a view, in bytes
   size_t nbytes() const { return static_cast<size_t>(numel) * dtype_size(dtype); }
   // element k as double / int64 (host reads, used by the interpreter and printing)
   double get_f(int64_t k) const;

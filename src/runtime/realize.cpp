@@ -14,10 +14,13 @@
 #include "kiln/debug.h"
 #include "kiln/error.h"
 #include "kiln/tensor.h"
+#include "runtime/arena.h"
 #include "runtime/buffer.h"
 #include "runtime/interpreter.h"
+#include "runtime/launcher.h"
 #include "runtime/program_cache.h"
-#include "runtime/thread_pool.h"
+#include "runtime/survivors.h"
+#include "schedule/memory_plan.h"
 #include "schedule/schedule.h"
 
 namespace kiln::runtime {
@@ -75,6 +78,7 @@ void validate(const NodeRef& node, const codegen::Program& p, const Buffer& out)
 
 void realize(const std::vector<NodeRef>& roots) {
   auto t0 = std::chrono::steady_clock::now();
+  std::vector<NodeRef> held = held_outside(roots);  // first: before the passes below take references
   std::vector<NodeRef> rewritten = ir::rewrite_graph(roots);
   schedule::Schedule sched = schedule::make_schedule(rewritten);
   stats().schedules++;
@@ -88,22 +92,23 @@ void realize(const std::vector<NodeRef>& roots) {
   }
   Stats before = stats();
   std::vector<KernelFn> fns = load_programs(sources);
+  schedule::MemoryPlan plan = schedule::plan_memory(sched, surviving_outputs(sched, rewritten, held));
+  OutputBuffers buffers = allocate_outputs(sched, plan);
+  stats().arena_bytes += static_cast<int64_t>(plan.arena_bytes);
+  stats().arena_no_reuse_bytes += static_cast<int64_t>(plan.no_reuse_bytes);
   auto t1 = std::chrono::steady_clock::now();
 
-  int64_t new_bytes = 0;
   for (auto& n : sched.empty) n->buffer = std::make_shared<Buffer>(n->dtype, 0);
   for (size_t i = 0; i < sched.kernels.size(); i++) {
     const auto& k = sched.kernels[i];
     const auto& p = lowered[i]->program;
-    std::vector<std::shared_ptr<Buffer>> outs;
+    const std::vector<std::shared_ptr<Buffer>>& outs = buffers.outs[i];
     std::vector<void*> bufs;
     int64_t bytes = 0;
-    for (auto& o : k.outputs) {
-      outs.push_back(std::make_shared<Buffer>(o->dtype, o->numel()));
-      bufs.push_back(outs.back()->data);
-      bytes += static_cast<int64_t>(outs.back()->nbytes());
+    for (auto& o : outs) {
+      bufs.push_back(o->data);
+      bytes += static_cast<int64_t>(o->nbytes());
     }
-    new_bytes += bytes;
     for (auto& in : k.inputs) {
       bufs.push_back(in->buffer->data);
       bytes += static_cast<int64_t>(in->buffer->nbytes());
@@ -116,15 +121,16 @@ void realize(const std::vector<NodeRef>& roots) {
       for (auto& o : lowered[i]->opts) std::cerr << " " << o;
       std::cerr << (lowered[i]->opts.empty() ? " none" : "") << (p.outer_size > 1 ? ", THREAD" : "") << "\n";
     }
+    Launch launch{fns[i], p.name, p.outer_size,
+                  p.outer_size > 1 && p.flops + static_cast<double>(k.outputs[0]->numel()) >= 32768};
+    if (LaunchObserver* obs = launch_observer()) {
+      std::vector<std::shared_ptr<Buffer>> args = outs;
+      for (auto& in : k.inputs) args.push_back(in->buffer);
+      obs->launched(launch, args);
+    }
     auto k0 = std::chrono::steady_clock::now();
-    KernelFn fn = fns[i];
-    void** args = bufs.data();
-    if (p.outer_size > 1 && p.flops + static_cast<double>(k.outputs[0]->numel()) >= 32768)
-      parallel_for(p.outer_size, [&](int64_t s, int64_t e) { fn(args, s, e); });
-    else
-      fn(args, 0, p.outer_size);
+    cpu_launcher().launch(launch, bufs.data());
     auto k1 = std::chrono::steady_clock::now();
-    stats().kernels_run++;
     if (settings().debug >= 2) {
       double s = std::chrono::duration<double>(k1 - k0).count();
       std::fprintf(stderr, "kiln:   %-28s %9.3f ms %9.2f GB/s %9.2f GFLOP/s\n", p.name.c_str(), s * 1e3,
@@ -135,6 +141,11 @@ void realize(const std::vector<NodeRef>& roots) {
       k.outputs[o]->buffer = outs[o];
     }
   }
+  // The arena is reused by the next schedule: planned nodes forget it, so a later graph that
+  // reaches one (a case the survivor analysis missed) recomputes it instead of reading stale memory.
+  for (size_t i = 0; i < sched.kernels.size(); i++)
+    for (size_t o = 0; o < sched.kernels[i].outputs.size(); o++)
+      if (plan.offset[i][o] >= 0) sched.kernels[i].outputs[o]->buffer.reset();
   // roots the rewrites turned into other (already computed) nodes share their buffers
   for (size_t i = 0; i < roots.size(); i++)
     if (!roots[i]->buffer) roots[i]->buffer = rewritten[i]->buffer;
@@ -142,12 +153,14 @@ void realize(const std::vector<NodeRef>& roots) {
     Stats& now = stats();
     std::fprintf(stderr,
                  "kiln: scheduled %zu kernels (programs: %lld from memory, %lld from disk, %lld compiled), "
-                 "%.2f MB new buffers, %.3f ms to schedule and compile\n",
+                 "%.2f MB new buffers, planned peak %.2f MB (no reuse: %.2f MB), %.3f ms to schedule and "
+                 "compile\n",
                  sched.kernels.size(),
                  static_cast<long long>(now.memory_cache_hits - before.memory_cache_hits),
                  static_cast<long long>(now.disk_cache_hits - before.disk_cache_hits),
-                 static_cast<long long>(now.kernels_compiled - before.kernels_compiled), new_bytes / 1e6,
-                 std::chrono::duration<double>(t1 - t0).count() * 1e3);
+                 static_cast<long long>(now.kernels_compiled - before.kernels_compiled),
+                 static_cast<double>(buffers.own_bytes + plan.arena_bytes) / 1e6, plan.arena_bytes / 1e6,
+                 plan.no_reuse_bytes / 1e6, std::chrono::duration<double>(t1 - t0).count() * 1e3);
   }
 }
 

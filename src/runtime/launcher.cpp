@@ -1,0 +1,42 @@
+// The CPU launcher and the replay of a launch list (see launcher.h).
+#include "runtime/launcher.h"
+
+#include "kiln/debug.h"
+#include "runtime/thread_pool.h"
+
+namespace kiln::runtime {
+
+void Launcher::replay(const std::vector<SlotLaunch>& list, const std::vector<void*>& slots) {
+  std::vector<void*> args;
+  for (const SlotLaunch& s : list) {
+    args.clear();
+    for (int32_t a : s.args) args.push_back(slots[static_cast<size_t>(a)]);
+    launch(s.launch, args.data());
+  }
+}
+
+namespace {
+class CpuLauncher : public Launcher {
+ public:
+  void launch(const Launch& l, void** args) override {
+    KernelFn fn = l.fn;
+    if (l.parallel)
+      parallel_for(l.outer_size, [&](int64_t s, int64_t e) { fn(args, s, e); });
+    else
+      fn(args, 0, l.outer_size);
+    stats().kernels_run++;
+  }
+};
+}  // namespace
+
+Launcher& cpu_launcher() {
+  static CpuLauncher l;
+  return l;
+}
+
+LaunchObserver*& launch_observer() {
+  thread_local LaunchObserver* o = nullptr;
+  return o;
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,48 @@
+// Kernel launches, the last step of the pipeline: a compiled program, its buffer arguments and its
+// launch size. A captured step (kiln::Jit) is a list of launches over a table of buffer slots that
+// replay() runs again; a device backend implements its own Launcher (CUDA: a CUDA graph).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/buffer.h"
+#include "runtime/program_cache.h"
+
+namespace kiln::runtime {
+
+struct Launch {
+  KernelFn fn = nullptr;   // the loaded program
+  std::string name;        // for messages
+  int64_t outer_size = 1;  // the program's outer loop, [0, outer_size)
+  bool parallel = false;   // split the outer loop over the thread pool
+};
+
+// A launch whose argument j is slots[slots_of_args[j]] of the table replay() is given.
+struct SlotLaunch {
+  Launch launch;
+  std::vector<int32_t> args;
+};
+
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  virtual void launch(const Launch& l, void** args) = 0;
+  // Runs the list in order with argument pointers taken from `slots`.
+  virtual void replay(const std::vector<SlotLaunch>& list, const std::vector<void*>& slots);
+};
+
+// Runs programs in this process, on the thread pool.
+Launcher& cpu_launcher();
+
+// Sees every launch the realize driver makes on this thread while installed (jit capture).
+class LaunchObserver {
+ public:
+  virtual ~LaunchObserver() = default;
+  // args: the kernel's outputs, then its inputs
+  virtual void launched(const Launch& l, const std::vector<std::shared_ptr<Buffer>>& args) = 0;
+};
+LaunchObserver*& launch_observer();  // thread-local; nullptr when none
+
+}  // namespace kiln::runtime
