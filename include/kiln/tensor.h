@@ -238,6 +238,7 @@ class Tensor {
 
   struct Impl;  // internal state (src/frontend/tensor_impl.h)
   friend void realize(const std::vector<Tensor>& ts);
+  friend class Jit;
 
  private:
   std::shared_ptr<Impl> impl_;

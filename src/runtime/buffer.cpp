@@ -80,6 +80,8 @@ Buffer::Buffer(std::shared_ptr<Buffer> base_, size_t offset_, DType dtype_, int6
   data = static_cast<char*>(base->data) + offset;
 }
 
+int64_t Buffer::next_id() { return next_buffer_id.load(); }
+
 Buffer::~Buffer() {
   if (!base) pool().put(data, rounded(nbytes()));
 }

@@ -24,6 +24,7 @@ struct Buffer {
   int64_t id;                    // unique, names the BUFFER node; later buffers have larger ids
   std::shared_ptr<Buffer> base;  // set for a view
   size_t offset = 0;             // of a view, in bytes
+  static int64_t next_id();      // the id the next buffer will get
   size_t nbytes() const { return static_cast<size_t>(numel) * dtype_size(dtype); }
   // element k as double / int64 (host reads, used by the interpreter and printing)
   double get_f(int64_t k) const;

@@ -40,8 +40,8 @@ Launcher& cpu_launcher();
 class LaunchObserver {
  public:
   virtual ~LaunchObserver() = default;
-  // args: the kernel's outputs, then its inputs
-  virtual void launched(const Launch& l, const std::vector<std::shared_ptr<Buffer>>& args) = 0;
+  virtual void launched(const Launch& l, const std::vector<std::shared_ptr<Buffer>>& outputs,
+                        const std::vector<std::shared_ptr<Buffer>>& inputs) = 0;
 };
 LaunchObserver*& launch_observer();  // thread-local; nullptr when none
 

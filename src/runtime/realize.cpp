@@ -124,9 +124,9 @@ void realize(const std::vector<NodeRef>& roots) {
     Launch launch{fns[i], p.name, p.outer_size,
                   p.outer_size > 1 && p.flops + static_cast<double>(k.outputs[0]->numel()) >= 32768};
     if (LaunchObserver* obs = launch_observer()) {
-      std::vector<std::shared_ptr<Buffer>> args = outs;
-      for (auto& in : k.inputs) args.push_back(in->buffer);
-      obs->launched(launch, args);
+      std::vector<std::shared_ptr<Buffer>> ins;
+      for (auto& in : k.inputs) ins.push_back(in->buffer);
+      obs->launched(launch, outs, ins);
     }
     auto k0 = std::chrono::steady_clock::now();
     cpu_launcher().launch(launch, bufs.data());
