@@ -6,6 +6,13 @@
 namespace kiln::optim {
 
 namespace {
+// b^n by repeated multiplication: the same rounding as the powers advanced on the device
+double power(double b, int64_t n) {
+  double p = 1;
+  for (int64_t i = 0; i < n; i++) p *= b;
+  return p;
+}
+
 template <class O>
 std::vector<ParamGroup<AdamOptions>> as_adam(std::vector<ParamGroup<O>> groups) {
   std::vector<ParamGroup<AdamOptions>> out;
@@ -75,6 +82,12 @@ void Adam::update(size_t g, const Tensor& p, const Tensor& grad, ParamState& s, 
   Powers& pw = powers_[g];
   if (pw.last_step != steps_taken()) {  // the group's first parameter in this step
     pw.last_step = steps_taken();
+    if (pw.steps != s.step - 1) {  // after load_state_dict: start from this parameter's count
+      double p1 = power(b1, s.step - 1), p2 = power(b2, s.step - 1);
+      pw.beta1 = from_buffer(&p1, {}, DType::F64);
+      pw.beta2 = from_buffer(&p2, {}, DType::F64);
+      pw.steps = s.step - 1;
+    }
     pw.steps++;
     pw.next1 = pw.beta1 * b1;
     pw.next2 = pw.beta2 * b2;
@@ -86,9 +99,8 @@ void Adam::update(size_t g, const Tensor& p, const Tensor& grad, ParamState& s, 
     step_size = (lr_tensor(g) / (1.0 - pw.next1)).to(t);
     bc2_sqrt = (1.0 - pw.next2).sqrt().to(t);
   } else {  // a parameter that skipped steps has its own count
-    double step = static_cast<double>(s.step);
-    step_size = u.scalar(lr / (1 - std::pow(b1, step)), t);
-    bc2_sqrt = u.scalar(std::sqrt(1 - std::pow(b2, step)), t);
+    step_size = u.scalar(lr / (1 - power(b1, s.step)), t);
+    bc2_sqrt = u.scalar(std::sqrt(1 - power(b2, s.step)), t);
   }
   Tensor vhat = v;
   if (o.amsgrad) {
