@@ -7,6 +7,7 @@
 #include "kiln/error.h"
 #include "kiln/functional.h"
 #include "kiln/io.h"
+#include "kiln/jit.h"
 #include "kiln/nn.h"
 #include "kiln/optim.h"
 #include "kiln/tensor.h"

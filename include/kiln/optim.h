@@ -78,6 +78,10 @@ class Optimizer {
   };
 
   Optimizer(std::string name, std::vector<Group> groups);
+  // Group g's learning rate as a 0-d f64 tensor: one buffer that set_lr writes into, so a step
+  // captured by kiln::Jit reads the current rate at every replay (a number would be baked in).
+  Tensor lr_tensor(size_t g) const { return lr_tensors_.at(g); }
+  int64_t steps_taken() const { return steps_; }  // step() calls so far (the current one excluded)
   void check(bool ok, const std::string& what, double value) const;  // "invalid <what>: <value>"
   // Adds the update of parameter p (index i, group g, state s with s.step already incremented).
   virtual void update(size_t g, const Tensor& p, const Tensor& grad, ParamState& s, Update& u) = 0;
@@ -89,6 +93,7 @@ class Optimizer {
  private:
   std::string name_;
   std::vector<ParamState> state_;  // one per parameter, all_params() order
+  std::vector<Tensor> lr_tensors_;
   int64_t steps_ = 0;
 };
 
@@ -134,6 +139,15 @@ class Adam : public Optimizer {
   std::vector<std::string> state_names(size_t g) const override;
   std::vector<AdamOptions> opts_;
   bool decoupled_;
+  // beta1^t and beta2^t of each group, advanced on the device by every step: bias corrections
+  // read from buffers rather than computed on the host, so a captured step stays right
+  struct Powers {
+    Tensor beta1, beta2;     // after `steps` steps
+    Tensor next1, next2;     // this step's (lazy)
+    int64_t steps = 0;       // steps the powers have taken
+    int64_t last_step = -1;  // steps_taken() when they last advanced
+  };
+  std::vector<Powers> powers_;
 };
 
 struct AdamWOptions {

@@ -40,7 +40,7 @@ struct Scalar {
 
 struct TensorOptions {
   DType dtype = kDefaultFloat;
-  std::optional<Device> device;  // none: the default device (KILN_DEVICE)
+  std::optional<Device> device = std::nullopt;  // none: the default device (KILN_DEVICE)
 };
 
 // x.index({Slice(1, 3), 0, Slice()}) is x[1:3, 0, :]
@@ -242,6 +242,7 @@ class Tensor {
 
   struct Impl;  // internal state (src/frontend/tensor_impl.h)
   friend void realize(const std::vector<Tensor>& ts);
+  friend class Jit;
 
  private:
   std::shared_ptr<Impl> impl_;

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "frontend/graph.h"
+#include "frontend/jit_recorder.h"
 #include "frontend/tensor_impl.h"
 #include "runtime/buffer.h"
 
@@ -187,6 +188,15 @@ std::shared_ptr<Tensor::Impl> leaf_of(const Node* n) {
   return it == registry().leaves.end() ? nullptr : it->second.lock();
 }
 
+void rebind(const std::shared_ptr<Tensor::Impl>& impl, NodeRef node) {
+  if (impl->leaf) {
+    std::lock_guard<std::mutex> l(registry().mu);
+    registry().leaves.erase(impl->node.get());
+  }
+  impl->node = std::move(node);
+  if (impl->leaf && impl->node->op == Op::BUFFER) register_leaf(impl);
+}
+
 bool graph_requires_grad(const NodeRef& root) {
   {
     std::lock_guard<std::mutex> l(registry().mu);
@@ -244,6 +254,7 @@ Tensor& Tensor::assign_(const Tensor& value) {
   if (value.shape() != shape())
     fail("assign_",
          "value of shape " + shape_str(value.shape()) + " for a tensor of shape " + shape_str(shape()));
+  if (jit::Recording* r = jit::active()) r->assigning(impl_);
   if (impl_->leaf) {
     std::lock_guard<std::mutex> l(registry().mu);
     registry().leaves.erase(node().get());

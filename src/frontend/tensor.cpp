@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "frontend/graph.h"
+#include "frontend/jit_recorder.h"
 #include "frontend/tensor_impl.h"
 #include "runtime/buffer.h"
 #include "runtime/realize.h"
@@ -34,13 +35,12 @@ DType Tensor::dtype() const { return node()->dtype; }
 int64_t Tensor::numel() const { return node()->numel(); }
 int64_t Tensor::size(int64_t d) const { return shape()[frontend::norm_dim("size", d, dim())]; }
 
-namespace {
-NodeRef buffer_node(const std::shared_ptr<Buffer>& b, const Shape& s) {
+NodeRef frontend::buffer_node(const std::shared_ptr<Buffer>& b, const Shape& s) {
   NodeRef n = ir::make(ir::Op::BUFFER, b->dtype, s, {}, {b->id, b->device.code()});
   n->buffer = b;
   return n;
 }
-}  // namespace
+using frontend::buffer_node;
 
 void realize(const std::vector<Tensor>& ts) {
   // one schedule per device, in the order the devices first appear
@@ -60,6 +60,7 @@ void realize(const std::vector<Tensor>& ts) {
     auto& n = const_cast<NodeRef&>(t.node());
     if (n->op != ir::Op::BUFFER && !autograd::graph_requires_grad(n)) n = buffer_node(n->buffer, n->shape);
     if (t.impl_->leaf && n->op == ir::Op::BUFFER) autograd::register_leaf(t.impl_);  // after assign_
+    if (jit::Recording* r = jit::active()) r->realized.push_back(t.impl_);
   }
 }
 

@@ -18,6 +18,13 @@ bool graph_requires_grad(const ir::NodeRef& n);
 void register_leaf(const std::shared_ptr<Tensor::Impl>& impl);
 // The leaf tensor registered for a BUFFER node, or nullptr.
 std::shared_ptr<Tensor::Impl> leaf_of(const ir::Node* n);
+// Points a tensor at a new node, as assign_ + realize would (a leaf stays registered).
+void rebind(const std::shared_ptr<Tensor::Impl>& impl, ir::NodeRef node);
 }  // namespace autograd
+
+namespace frontend {
+// The BUFFER node of a realized value.
+ir::NodeRef buffer_node(const std::shared_ptr<Buffer>& b, const Shape& s);
+}  // namespace frontend
 
 }  // namespace kiln

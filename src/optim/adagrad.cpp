@@ -32,7 +32,10 @@ void Adagrad::update(size_t g, const Tensor& p, const Tensor& grad, ParamState& 
   Tensor sum = it == s.tensors.end() ? d * d + o.initial_accumulator_value : it->second + d * d;
   u.set(s, "sum", sum);
   double clr = groups_[g].lr / (1 + static_cast<double>(s.step - 1) * o.lr_decay);
-  u.set(p, p - u.scalar(clr, p.dtype()) * (d / (sum.sqrt() + o.eps)));
+  // without decay the rate is the group's lr tensor (set_lr reaches captured steps); with decay it
+  // depends on the step count and is made on the host
+  Tensor lr = o.lr_decay == 0 ? lr_tensor(g).to(p.dtype()) : u.scalar(clr, p.dtype());
+  u.set(p, p - lr * (d / (sum.sqrt() + o.eps)));
 }
 
 }  // namespace kiln::optim

@@ -6,6 +6,13 @@
 namespace kiln::optim {
 
 namespace {
+// b^n by repeated multiplication: the same rounding as the powers advanced on the device
+double power(double b, int64_t n) {
+  double p = 1;
+  for (int64_t i = 0; i < n; i++) p *= b;
+  return p;
+}
+
 template <class O>
 std::vector<ParamGroup<AdamOptions>> as_adam(std::vector<ParamGroup<O>> groups) {
   std::vector<ParamGroup<AdamOptions>> out;
@@ -41,6 +48,8 @@ Adam::Adam(std::string name, std::vector<ParamGroup<AdamOptions>> groups, bool d
     check(o.betas[1] >= 0 && o.betas[1] < 1, "beta parameter at index 1", o.betas[1]);
     check(o.weight_decay >= 0, "weight_decay value", o.weight_decay);
     opts_.push_back(o);
+    double one = 1;
+    powers_.push_back({from_buffer(&one, {}, DType::F64), from_buffer(&one, {}, DType::F64), {}, {}, 0, -1});
   }
 }
 
@@ -61,7 +70,7 @@ void Adam::update(size_t g, const Tensor& p, const Tensor& grad, ParamState& s, 
   Tensor d = o.maximize ? -grad : grad;
   Tensor base = p;
   if (decoupled_) {
-    if (o.weight_decay != 0) base = p * u.scalar(1 - lr * o.weight_decay, t);
+    if (o.weight_decay != 0) base = p * (1.0 - lr_tensor(g) * o.weight_decay).to(t);
   } else if (o.weight_decay != 0) {
     d = d + p * o.weight_decay;
   }
@@ -70,16 +79,36 @@ void Adam::update(size_t g, const Tensor& p, const Tensor& grad, ParamState& s, 
   Tensor v = first ? d * d * (1 - b2) : s.tensors["exp_avg_sq"] * b2 + d * d * (1 - b2);
   u.set(s, "exp_avg", m);
   u.set(s, "exp_avg_sq", v);
-  double step = static_cast<double>(s.step);
-  double bc1 = 1 - std::pow(b1, step), bc2 = 1 - std::pow(b2, step);
-  double step_size = lr / bc1, bc2_sqrt = std::sqrt(bc2);
+  Powers& pw = powers_[g];
+  if (pw.last_step != steps_taken()) {  // the group's first parameter in this step
+    pw.last_step = steps_taken();
+    if (pw.steps != s.step - 1) {  // after load_state_dict: start from this parameter's count
+      double p1 = power(b1, s.step - 1), p2 = power(b2, s.step - 1);
+      pw.beta1 = from_buffer(&p1, {}, DType::F64);
+      pw.beta2 = from_buffer(&p2, {}, DType::F64);
+      pw.steps = s.step - 1;
+    }
+    pw.steps++;
+    pw.next1 = pw.beta1 * b1;
+    pw.next2 = pw.beta2 * b2;
+    u.set(pw.beta1, pw.next1);
+    u.set(pw.beta2, pw.next2);
+  }
+  Tensor step_size, bc2_sqrt;
+  if (s.step == pw.steps) {  // computed in f64 from buffers, rounded to t once, as on the host
+    step_size = (lr_tensor(g) / (1.0 - pw.next1)).to(t);
+    bc2_sqrt = (1.0 - pw.next2).sqrt().to(t);
+  } else {  // a parameter that skipped steps has its own count
+    step_size = u.scalar(lr / (1 - power(b1, s.step)), t);
+    bc2_sqrt = u.scalar(std::sqrt(1 - power(b2, s.step)), t);
+  }
   Tensor vhat = v;
   if (o.amsgrad) {
     vhat = first ? v : maximum(s.tensors["max_exp_avg_sq"], v);
     u.set(s, "max_exp_avg_sq", vhat);
   }
-  Tensor denom = vhat.sqrt() / u.scalar(bc2_sqrt, t) + o.eps;
-  u.set(p, base - u.scalar(step_size, t) * (m / denom));
+  Tensor denom = vhat.sqrt() / bc2_sqrt + o.eps;
+  u.set(p, base - step_size * (m / denom));
 }
 
 }  // namespace kiln::optim

@@ -2,7 +2,9 @@
 #include <cmath>
 #include <sstream>
 
+#include "ir/node.h"
 #include "kiln/optim.h"
+#include "runtime/buffer.h"
 
 namespace kiln::optim {
 
@@ -30,6 +32,7 @@ Optimizer::Optimizer(std::string name, std::vector<Group> groups)
     }
     check(groups_[g].lr >= 0, "learning rate", groups_[g].lr);
     n += groups_[g].params.size();
+    lr_tensors_.push_back(from_buffer(&groups_[g].lr, {}, DType::F64));
   }
   state_.resize(n);
 }
@@ -102,6 +105,8 @@ void Optimizer::set_lr(double lr) {
 void Optimizer::set_lr(size_t group, double lr) {
   check(lr >= 0, "learning rate", lr);
   groups_.at(group).lr = lr;
+  // in place: graphs (and captured steps) that read the rate see the new one
+  static_cast<double*>(lr_tensors_.at(group).node()->buffer->data)[0] = lr;
 }
 int64_t Optimizer::step_count(size_t param_index) const { return state_.at(param_index).step; }
 
@@ -176,7 +181,7 @@ void Optimizer::load_state_dict(const std::map<std::string, Tensor>& sd) {
     for (auto& [name, t] : s.tensors) pending.push_back(t);
   realize(pending);
   state_ = std::move(state);
-  for (size_t g = 0; g < groups_.size(); g++) groups_[g].lr = lrs[g];
+  for (size_t g = 0; g < groups_.size(); g++) set_lr(g, lrs[g]);
   steps_ = static_cast<int64_t>(scalar_value("step"));
 }
 

@@ -44,7 +44,7 @@ void RMSprop::update(size_t g, const Tensor& p, const Tensor& grad, ParamState& 
   } else {
     avg = sq.sqrt() + o.eps;
   }
-  Tensor lr = u.scalar(groups_[g].lr, p.dtype());
+  Tensor lr = lr_tensor(g).to(p.dtype());
   if (o.momentum > 0) {
     Tensor buf = first ? d / avg : s.tensors["momentum_buffer"] * o.momentum + d / avg;
     u.set(s, "momentum_buffer", buf);

@@ -46,7 +46,7 @@ void SGD::update(size_t g, const Tensor& p, const Tensor& grad, ParamState& s, U
     u.set(s, "momentum_buffer", buf);
     d = o.nesterov ? d + buf * o.momentum : buf;
   }
-  u.set(p, p - u.scalar(groups_[g].lr, p.dtype()) * d);
+  u.set(p, p - lr_tensor(g).to(p.dtype()) * d);
 }
 
 }  // namespace kiln::optim

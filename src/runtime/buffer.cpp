@@ -72,7 +72,24 @@ Buffer::Buffer(DType dtype_, int64_t numel_, Device device_)
   if (!data) throw Error("Buffer: out of host memory allocating " + std::to_string(bytes) + " bytes");
 }
 
+Buffer::Buffer(std::shared_ptr<Buffer> base_, size_t offset_, DType dtype_, int64_t numel_)
+    : dtype(dtype_),
+      numel(numel_),
+      device(base_->device),
+      id(next_buffer_id++),
+      base(std::move(base_)),
+      offset(offset_) {
+  if (numel < 0 || offset + nbytes() > base->nbytes())
+    throw Error("Buffer: a view of " + std::to_string(nbytes()) + " bytes at offset " +
+                std::to_string(offset) + " does not fit its base of " + std::to_string(base->nbytes()) +
+                " bytes");
+  data = static_cast<char*>(base->data) + offset;
+}
+
+int64_t Buffer::next_id() { return next_buffer_id.load(); }
+
 Buffer::~Buffer() {
+  if (base) return;  // a view: its base owns the memory
   if (device.is_cuda())
     runtime::cuda::device_free(device.index, reinterpret_cast<runtime::cuda::CUdeviceptr>(data), nbytes());
   else

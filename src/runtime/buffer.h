@@ -11,6 +11,9 @@ namespace kiln {
 
 struct Buffer {
   Buffer(DType dtype, int64_t numel, Device device = Device::cpu());
+  // A view of numel elements at byte `offset` of `base` (an arena of the memory plan): it shares
+  // the base's memory and keeps the base alive; the base's allocator frees it.
+  Buffer(std::shared_ptr<Buffer> base, size_t offset, DType dtype, int64_t numel);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -18,8 +21,11 @@ struct Buffer {
   DType dtype;
   int64_t numel;
   Device device;
-  void* data = nullptr;  // host pointer on CPU, device address on CUDA
-  int64_t id;            // unique, names the BUFFER node
+  void* data = nullptr;          // host pointer on CPU, device address on CUDA
+  int64_t id;                    // unique, names the BUFFER node; later buffers have larger ids
+  std::shared_ptr<Buffer> base;  // set for a view
+  size_t offset = 0;             // of a view, in bytes
+  static int64_t next_id();      // the id the next buffer will get
   size_t nbytes() const { return static_cast<size_t>(numel) * dtype_size(dtype); }
   // A copy on another device (or the same one).
   std::shared_ptr<Buffer> to(Device d) const;

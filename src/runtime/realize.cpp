@@ -2,7 +2,6 @@
 #include "runtime/realize.h"
 
 #include <chrono>
-#include <functional>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -15,12 +14,15 @@
 #include "kiln/debug.h"
 #include "kiln/error.h"
 #include "kiln/tensor.h"
+#include "runtime/arena.h"
 #include "runtime/buffer.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/program_cache.h"
 #include "runtime/interpreter.h"
+#include "runtime/launcher.h"
 #include "runtime/program_cache.h"
-#include "runtime/thread_pool.h"
+#include "runtime/survivors.h"
+#include "schedule/memory_plan.h"
 #include "schedule/schedule.h"
 
 namespace kiln::runtime {
@@ -76,32 +78,37 @@ void validate(const NodeRef& node, const codegen::Program& p, const std::shared_
   }
 }
 
-// How each kernel of a schedule runs on its device: the compiled programs, ready to launch.
-using Runner = std::function<void(const codegen::Lowered&, std::vector<void*>& bufs)>;
-
-std::vector<Runner> load(const std::vector<std::shared_ptr<const codegen::Lowered>>& lowered, Device device) {
-  std::vector<Runner> out;
+// The compiled programs of a schedule, as launches on its device (their `parallel` says whether
+// the program can split its outer loop; realize decides by size).
+std::vector<Launch> load(const std::vector<std::shared_ptr<const codegen::Lowered>>& lowered, Device device) {
+  std::vector<Launch> out;
   if (device.is_cuda()) {
     std::vector<cuda::KernelSource> sources;
     for (auto& l : lowered) sources.push_back({l->program.name, l->program.symbol, l->source});
     std::vector<cuda::CUfunction> fns = cuda::load_kernels(device.index, sources);
-    for (auto f : fns)
-      out.push_back([f, device](const codegen::Lowered& l, std::vector<void*>& bufs) {
-        cuda::launch(device.index, f, l.launch, bufs);
-      });
+    for (size_t i = 0; i < fns.size(); i++) {
+      Launch l;
+      l.name = lowered[i]->program.name;
+      l.device = device;
+      l.cuda_fn = fns[i];
+      l.cuda = lowered[i]->launch;
+      l.nargs = lowered[i]->program.globals.size();
+      out.push_back(l);
+    }
     return out;
   }
   std::vector<KernelSource> sources;
   for (auto& l : lowered) sources.push_back({l->program.name, l->program.symbol, l->source});
-  for (KernelFn fn : load_programs(sources))
-    out.push_back([fn](const codegen::Lowered& l, std::vector<void*>& bufs) {
-      const codegen::Program& p = l.program;
-      void** args = bufs.data();
-      if (p.outer_size > 1 && p.flops + static_cast<double>(p.outer_size) >= 32768)
-        parallel_for(p.outer_size, [&](int64_t s, int64_t e) { fn(args, s, e); });
-      else
-        fn(args, 0, p.outer_size);
-    });
+  std::vector<KernelFn> fns = load_programs(sources);
+  for (size_t i = 0; i < fns.size(); i++) {
+    const codegen::Program& p = lowered[i]->program;
+    Launch l;
+    l.fn = fns[i];
+    l.name = p.name;
+    l.outer_size = p.outer_size;
+    l.parallel = p.outer_size > 1;
+    out.push_back(l);
+  }
   return out;
 }
 
@@ -109,6 +116,7 @@ std::vector<Runner> load(const std::vector<std::shared_ptr<const codegen::Lowere
 
 void realize(const std::vector<NodeRef>& roots, Device device) {
   auto t0 = std::chrono::steady_clock::now();
+  std::vector<NodeRef> held = held_outside(roots);  // first: before the passes below take references
   std::vector<NodeRef> rewritten = ir::rewrite_graph(roots);
   schedule::Schedule sched = schedule::make_schedule(rewritten);
   stats().schedules++;
@@ -117,10 +125,13 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
   std::vector<std::shared_ptr<const codegen::Lowered>> lowered;
   for (auto& k : sched.kernels) lowered.push_back(lower_cached(k.ast, target));
   Stats before = stats();
-  std::vector<Runner> runners = load(lowered, device);
+  std::vector<Launch> runners = load(lowered, device);
+  schedule::MemoryPlan plan = schedule::plan_memory(sched, surviving_outputs(sched, rewritten, held));
+  OutputBuffers buffers = allocate_outputs(sched, plan, device);
+  stats().arena_bytes += static_cast<int64_t>(plan.arena_bytes);
+  stats().arena_no_reuse_bytes += static_cast<int64_t>(plan.no_reuse_bytes);
   auto t1 = std::chrono::steady_clock::now();
 
-  int64_t new_bytes = 0;
   bool profile = settings().profile && !sched.kernels.empty();
   auto p0 = std::chrono::steady_clock::now();
   if (profile && device.is_cuda()) cuda::timer_start(device.index);
@@ -128,15 +139,13 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
   for (size_t i = 0; i < sched.kernels.size(); i++) {
     const auto& k = sched.kernels[i];
     const auto& p = lowered[i]->program;
-    std::vector<std::shared_ptr<Buffer>> outs;
+    const std::vector<std::shared_ptr<Buffer>>& outs = buffers.outs[i];
     std::vector<void*> bufs;
     int64_t bytes = 0;
-    for (auto& o : k.outputs) {
-      outs.push_back(std::make_shared<Buffer>(o->dtype, o->numel(), device));
-      bufs.push_back(outs.back()->data);
-      bytes += static_cast<int64_t>(outs.back()->nbytes());
+    for (auto& o : outs) {
+      bufs.push_back(o->data);
+      bytes += static_cast<int64_t>(o->nbytes());
     }
-    new_bytes += bytes;
     for (auto& in : k.inputs) {
       if (in->buffer->device != device)
         throw Error("kiln.realize: kernel " + p.name + " runs on " + device.str() + " but reads a " +
@@ -154,12 +163,18 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
       std::cerr << (lowered[i]->opts.empty() ? " none" : "")
                 << (p.outer_size > 1 && device.is_cpu() ? ", THREAD" : "") << "\n";
     }
+    Launch launch = runners[i];
+    launch.parallel = launch.parallel && p.flops + static_cast<double>(k.outputs[0]->numel()) >= 32768;
+    if (LaunchObserver* obs = launch_observer()) {
+      std::vector<std::shared_ptr<Buffer>> ins;
+      for (auto& in : k.inputs) ins.push_back(in->buffer);
+      obs->launched(launch, outs, ins);
+    }
     if (settings().debug >= 2) synchronize(device);  // time this kernel alone
     auto k0 = std::chrono::steady_clock::now();
-    runners[i](*lowered[i], bufs);
+    launcher(device).launch(launch, bufs.data());
     if (settings().debug >= 2) synchronize(device);
     auto k1 = std::chrono::steady_clock::now();
-    stats().kernels_run++;
     if (settings().debug >= 2) {
       double s = std::chrono::duration<double>(k1 - k0).count();
       std::fprintf(stderr, "kiln:   %-28s %9.3f ms %9.2f GB/s %9.2f GFLOP/s\n", p.name.c_str(), s * 1e3,
@@ -173,6 +188,11 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
   if (profile)
     stats().device_ms += device.is_cuda() ? cuda::timer_stop_ms(device.index)
                                           : std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count() * 1e3;
+  // The arena is reused by the next schedule: planned nodes forget it, so a later graph that
+  // reaches one (a case the survivor analysis missed) recomputes it instead of reading stale memory.
+  for (size_t i = 0; i < sched.kernels.size(); i++)
+    for (size_t o = 0; o < sched.kernels[i].outputs.size(); o++)
+      if (plan.offset[i][o] >= 0) sched.kernels[i].outputs[o]->buffer.reset();
   // roots the rewrites turned into other (already computed) nodes share their buffers
   for (size_t i = 0; i < roots.size(); i++)
     if (!roots[i]->buffer) roots[i]->buffer = rewritten[i]->buffer;
@@ -180,12 +200,14 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
     Stats& now = stats();
     std::fprintf(stderr,
                  "kiln: scheduled %zu kernels (programs: %lld from memory, %lld from disk, %lld compiled), "
-                 "%.2f MB new buffers, %.3f ms to schedule and compile\n",
+                 "%.2f MB new buffers, planned peak %.2f MB (no reuse: %.2f MB), %.3f ms to schedule and "
+                 "compile\n",
                  sched.kernels.size(),
                  static_cast<long long>(now.memory_cache_hits - before.memory_cache_hits),
                  static_cast<long long>(now.disk_cache_hits - before.disk_cache_hits),
-                 static_cast<long long>(now.kernels_compiled - before.kernels_compiled), new_bytes / 1e6,
-                 std::chrono::duration<double>(t1 - t0).count() * 1e3);
+                 static_cast<long long>(now.kernels_compiled - before.kernels_compiled),
+                 static_cast<double>(buffers.own_bytes + plan.arena_bytes) / 1e6, plan.arena_bytes / 1e6,
+                 plan.no_reuse_bytes / 1e6, std::chrono::duration<double>(t1 - t0).count() * 1e3);
   }
 }
 

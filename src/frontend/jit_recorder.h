@@ -1,0 +1,53 @@
+// What kiln::Jit records while a call of its function runs (src/frontend/jit.cpp): each kernel
+// launch with its buffers (seen from the realize driver), the tensors assign_ changes (with the
+// buffer they held before) and the tensors realize binds to buffers.
+#pragma once
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "frontend/tensor_impl.h"
+#include "runtime/buffer.h"
+#include "runtime/launcher.h"
+
+namespace kiln::jit {
+
+struct Recording : runtime::LaunchObserver {
+  struct Launched {
+    runtime::Launch launch;
+    std::vector<std::shared_ptr<Buffer>> outputs, inputs;
+  };
+  int64_t first_new_id = Buffer::next_id();  // buffers with smaller ids existed before the call
+  std::vector<Launched> launches;
+  // the first assign_ of each tensor in the call, with the buffer it held before (null if lazy)
+  std::vector<std::pair<std::weak_ptr<Tensor::Impl>, std::shared_ptr<Buffer>>> assigned;
+  std::vector<std::weak_ptr<Tensor::Impl>> realized;
+
+  void launched(const runtime::Launch& l, const std::vector<std::shared_ptr<Buffer>>& outputs,
+                const std::vector<std::shared_ptr<Buffer>>& inputs) override {
+    launches.push_back({l, outputs, inputs});
+  }
+  void assigning(const std::shared_ptr<Tensor::Impl>& impl) {
+    for (auto& [w, b] : assigned)
+      if (w.lock() == impl) return;
+    assigned.emplace_back(impl, impl->node->buffer);
+  }
+};
+
+// The recording of the call running on this thread, or nullptr.
+Recording*& active();
+
+// Installs a recording for the lifetime of the scope.
+class RecordingScope {
+ public:
+  explicit RecordingScope(Recording& r);
+  ~RecordingScope();
+  RecordingScope(const RecordingScope&) = delete;
+  RecordingScope& operator=(const RecordingScope&) = delete;
+
+ private:
+  Recording* prev_;
+  runtime::LaunchObserver* prev_observer_;
+};
+
+}  // namespace kiln::jit

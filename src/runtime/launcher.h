@@ -1,0 +1,57 @@
+// Kernel launches, the last step of the pipeline: a compiled program, its buffer arguments and its
+// launch size. A captured step (kiln::Jit) is a list of launches over a table of buffer slots that
+// replay() runs again; a device backend implements its own Launcher (CUDA: a CUDA graph).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/render_cuda.h"
+#include "runtime/buffer.h"
+#include "runtime/cuda/api.h"
+#include "runtime/program_cache.h"
+
+namespace kiln::runtime {
+
+struct Launch {
+  KernelFn fn = nullptr;   // the loaded program (CPU)
+  std::string name;        // for messages
+  int64_t outer_size = 1;  // the program's outer loop, [0, outer_size)
+  bool parallel = false;   // split the outer loop over the thread pool
+  Device device;           // where it runs
+  cuda::CUfunction cuda_fn = nullptr;  // CUDA: the loaded kernel and how it maps onto threads
+  codegen::CudaLaunch cuda;
+  size_t nargs = 0;  // CUDA: kernel parameters (one buffer each)
+};
+
+// A launch whose argument j is slots[slots_of_args[j]] of the table replay() is given.
+struct SlotLaunch {
+  Launch launch;
+  std::vector<int32_t> args;
+};
+
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  virtual void launch(const Launch& l, void** args) = 0;
+  // Runs the list in order with argument pointers taken from `slots`.
+  virtual void replay(const std::vector<SlotLaunch>& list, const std::vector<void*>& slots);
+};
+
+// Runs programs in this process, on the thread pool.
+Launcher& cpu_launcher();
+// Queues kernels on the device's stream.
+Launcher& cuda_launcher();
+Launcher& launcher(Device d);
+
+// Sees every launch the realize driver makes on this thread while installed (jit capture).
+class LaunchObserver {
+ public:
+  virtual ~LaunchObserver() = default;
+  virtual void launched(const Launch& l, const std::vector<std::shared_ptr<Buffer>>& outputs,
+                        const std::vector<std::shared_ptr<Buffer>>& inputs) = 0;
+};
+LaunchObserver*& launch_observer();  // thread-local; nullptr when none
+
+}  // namespace kiln::runtime
