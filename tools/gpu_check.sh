@@ -3,7 +3,7 @@
 # (KILN_DEVICE=cuda), compute-sanitizer on the CUDA tests, and the GPU benchmarks next to PyTorch;
 # prints a table last. Usage: tools/gpu_check.sh [build dir] [workloads...]
 #   KILN_GTEST_SOURCE_DIR: GoogleTest sources, where the libgtest-dev package is missing
-#   SKIP_SUITE=1, SKIP_SANITIZER=1, SKIP_BENCH=1: leave a part out
+#   SKIP_SUITE=1, SKIP_SANITIZER=1, SKIP_BENCH=1, SKIP_TORCH=1: leave a part out
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-gpu}
@@ -45,7 +45,11 @@ if [ -z "${SKIP_BENCH:-}" ]; then
   step "benchmarks"
   "$BUILD"/bench/bench_gpu "$@" > "$OUT/kiln.jsonl" 2> "$OUT/bench_gpu.err"; rc=$?
   tail -20 "$OUT/bench_gpu.err"; [ $rc = 0 ] || status=1
-  python3 bench/torch_gpu.py "$@" > "$OUT/torch.jsonl" 2> "$OUT/torch.err" || { tail -5 "$OUT/torch.err"; status=1; }
+  if [ -z "${SKIP_TORCH:-}" ]; then
+    python3 bench/torch_gpu.py "$@" > "$OUT/torch.jsonl" 2> "$OUT/torch.err" || { tail -5 "$OUT/torch.err"; status=1; }
+  else
+    : > "$OUT/torch.jsonl"
+  fi
   step "table"
   python3 bench/gpu_table.py "$OUT/kiln.jsonl" "$OUT/torch.jsonl"
 fi
