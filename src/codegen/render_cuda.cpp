@@ -39,6 +39,14 @@ struct kiln_mul { template <class T> __device__ T operator()(T a, T b) const { r
 struct kiln_max { template <class T> __device__ T operator()(T a, T b) const { return ((a != a) | (a > b)) ? a : b; } };
 /* Combines one value per thread of the block; every thread gets the result. blockDim.x is a
    multiple of 32. The first barrier keeps a previous call's readers ahead of this call's writers. */
+/* partial results of split reductions: 8-byte slots in global memory, read around L1 */
+template <class T> __device__ __forceinline__ void kiln_put(unsigned char* s, int64_t i, T v) { *(T*)(s + 8 * i) = v; }
+template <class T> __device__ __forceinline__ T kiln_get(unsigned char* s, int64_t i) {
+  if constexpr (sizeof(T) == 8) return kiln_bitcast<T>(__ldcg((const unsigned long long*)(s + 8 * i)));
+  else if constexpr (sizeof(T) == 4) return kiln_bitcast<T>(__ldcg((const unsigned int*)(s + 8 * i)));
+  else if constexpr (sizeof(T) == 2) return (T)__ldcg((const unsigned short*)(s + 8 * i));
+  else return (T)__ldcg((const unsigned char*)(s + 8 * i));
+}
 template <class T, class Op> __device__ __forceinline__ T kiln_block_reduce(T v, Op op) {
   __shared__ T part[32];
   for (int o = 16; o > 0; o >>= 1) v = op(v, kiln_shfl(v, o));
@@ -67,9 +75,15 @@ class CudaRenderer : public RendererBase {
     for (size_t i = 0; i < p_.globals.size(); i++)
       os_ << (i ? ", " : "") << (p_.written[i] ? "" : "const ") << storage_type(p_.globals[i])
           << "* __restrict__ data" << i;
+    if (k.launch.split > 1) os_ << (p_.globals.empty() ? "" : ", ") << "unsigned char* __restrict__ kiln_scratch";
     os_ << ") {\n";
     indent_ = 1;
-    if (block_reduce_)
+    split_count_ = k.launch.split;
+    counters_offset_ = k.launch.counters_offset;
+    if (split_count_ > 1)
+      out("for (int64_t t = blockIdx.x / " + std::to_string(split_count_) + "; t < " + std::to_string(k.launch.work) +
+          "LL; t = " + std::to_string(k.launch.work) + "LL) {");
+    else if (block_reduce_)
       out("for (int64_t t = blockIdx.x; t < " + std::to_string(k.launch.work) + "LL; t += gridDim.x) {");
     else
       out("for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < " + std::to_string(k.launch.work) +
@@ -119,6 +133,15 @@ class CudaRenderer : public RendererBase {
     if (!lanes && longest >= 128) {
       l.kind = CudaLaunch::Kind::BlockReduce;
       l.block = longest >= 4096 ? 512 : longest >= 1024 ? 256 : 128;
+      // Few outputs and one long reduce: share each output over blocks, up to ~4 blocks per SM of
+      // a 132-SM GPU, each with at least 4 elements per thread.
+      int64_t accs = split_.size() == 1 ? static_cast<int64_t>(split_.begin()->second.size()) : 0;
+      int64_t s = std::min<int64_t>(longest / (l.block * 4), 528 / std::max<int64_t>(l.work, 1));
+      if (accs > 0 && s > 1) {
+        l.split = static_cast<int>(s);
+        l.counters_offset = l.work * s * accs * 8;
+        l.scratch_bytes = l.counters_offset + l.work * 4;
+      }
     } else {
       split_.clear();
     }
@@ -140,7 +163,10 @@ class CudaRenderer : public RendererBase {
     names_[static_cast<size_t>(i)] = n;
     std::string size = std::to_string(in.arg[1]) + "LL";
     bool split = split_.count(static_cast<size_t>(i)) > 0;
-    if (split)
+    if (split && split_count_ > 1)
+      out("for (int64_t " + n + " = (blockIdx.x % " + std::to_string(split_count_) + ") * (int64_t)blockDim.x + threadIdx.x; " +
+          n + " < " + size + "; " + n + " += (int64_t)blockDim.x * " + std::to_string(split_count_) + ") {");
+    else if (split)
       out("for (int64_t " + n + " = threadIdx.x; " + n + " < " + size + "; " + n + " += blockDim.x) {");
     else
       out("for (int64_t " + n + " = 0; " + n + " < " + size + "; " + n + "++) {");
@@ -155,11 +181,42 @@ class CudaRenderer : public RendererBase {
     indent_--;
     out("}");
     if (r < 0) return;
-    for (int acc : split_.at(static_cast<size_t>(r))) {  // combine the block's partial results
-      Op op = static_cast<Op>(p_.insts[static_cast<size_t>(acc)].arg[0]);
-      const char* f = op == Op::ADD ? "kiln_add()" : op == Op::MUL ? "kiln_mul()" : "kiln_max()";
-      out(v(acc) + " = kiln_block_reduce(" + v(acc) + ", " + f + ");");
+    const std::vector<int>& accs = split_.at(static_cast<size_t>(r));
+    for (int acc : accs) out(v(acc) + " = kiln_block_reduce(" + v(acc) + ", " + combine(acc) + ");");
+    if (split_count_ > 1) combine_blocks(accs);
+  }
+
+  std::string combine(int acc) const {
+    Op op = static_cast<Op>(p_.insts[static_cast<size_t>(acc)].arg[0]);
+    return op == Op::ADD ? "kiln_add()" : op == Op::MUL ? "kiln_mul()" : "kiln_max()";
+  }
+
+  // The blocks sharing output t publish their results; the last one to arrive combines them all in
+  // block order (so the result does not depend on timing) and goes on; the others are done.
+  void combine_blocks(const std::vector<int>& accs) {
+    std::string s = std::to_string(split_count_), n = std::to_string(accs.size());
+    std::string slot = "(t * " + s + " + blockIdx.x % " + s + ") * " + n;
+    out("if (threadIdx.x == 0) {");
+    for (size_t a = 0; a < accs.size(); a++)
+      out("  kiln_put(kiln_scratch, " + slot + " + " + std::to_string(a) + ", " + v(accs[a]) + ");");
+    out("}");
+    out("__threadfence();");
+    out("__shared__ bool kiln_last;");
+    out("if (threadIdx.x == 0) kiln_last = atomicAdd((unsigned int*)(kiln_scratch + " +
+        std::to_string(counters_offset_) + ") + t, 1u) == " + std::to_string(split_count_ - 1) + "u;");
+    out("__syncthreads();");
+    out("if (!kiln_last) return;");
+    out("__threadfence();");
+    for (size_t a = 0; a < accs.size(); a++) {
+      const Inst& acc = p_.insts[static_cast<size_t>(accs[a])];
+      std::string type = value_type(acc.dtype), part = "kiln_part" + std::to_string(a);
+      out(type + " " + part + " = " + v(acc.src[0]) + ";");
+      out("for (int64_t j = threadIdx.x; j < " + s + "; j += blockDim.x) " + part + " = " + combine(accs[a]) +
+          "(" + part + ", kiln_get<" + type + ">(kiln_scratch, (t * " + s + " + j) * " + n + " + " +
+          std::to_string(a) + "));");
+      out(v(accs[a]) + " = kiln_block_reduce(" + part + ", " + combine(accs[a]) + ");");
     }
+    out("if (threadIdx.x == 0) ((unsigned int*)(kiln_scratch + " + std::to_string(counters_offset_) + "))[t] = 0u;");
   }
 
   void store(int i) override {
@@ -186,6 +243,8 @@ class CudaRenderer : public RendererBase {
   std::vector<int> open_;                        // open RANGEs: -1 output, -2 plain loop, else split
   int64_t work_ = 1;
   bool block_reduce_ = false;
+  int split_count_ = 1;
+  int64_t counters_offset_ = 0;
 };
 
 }  // namespace

@@ -3,7 +3,8 @@
 // - Elementwise: the output loops flatten into one index that a grid-stride loop of threads walks.
 // - BlockReduce: one thread block per output element (grid-stride over blocks); each reduce loop is
 //   split over the block's threads and their partial results combined with warp shuffles and shared
-//   memory, so a row reduction (sum, max, softmax's denominators) is one coalesced pass.
+//   memory, so a row reduction (sum, max, softmax's denominators) is one coalesced pass. With few
+//   outputs and a long reduce (a loss, a norm), several blocks share one output (CudaLaunch::split).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -16,6 +17,12 @@ struct CudaLaunch {
   enum class Kind { Elementwise, BlockReduce } kind = Kind::Elementwise;
   int64_t work = 1;  // output elements: threads' iterations (Elementwise) or blocks' (BlockReduce)
   int block = 256;   // threads per block
+  // BlockReduce over few outputs: `split` blocks share each output's reduce; the last to finish
+  // combines their partial results (in a fixed order) from a scratch buffer of `scratch_bytes`,
+  // passed as one more kernel parameter, whose counters start at zero and are left at zero.
+  int split = 1;
+  int64_t scratch_bytes = 0;
+  int64_t counters_offset = 0;  // bytes of partial results before the counters
 };
 
 struct CudaKernel {

@@ -23,7 +23,8 @@ Tensor HostTensor::to_tensor() const {
 HostTensor HostTensor::from(const Tensor& t) {
   Tensor c = t.detach().contiguous();
   c.realize();
-  const Buffer& b = *c.node()->buffer;
+  std::shared_ptr<const Buffer> host = on_host(c.node()->buffer);
+  const Buffer& b = *host;
   HostTensor h{t.dtype(), t.shape(), std::vector<uint8_t>(b.nbytes())};
   if (b.nbytes()) std::memcpy(h.bytes.data(), b.data, b.nbytes());
   return h;

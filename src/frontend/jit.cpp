@@ -54,10 +54,11 @@ struct Slot {
       case Role::State: os << "state tensor " << state.lock().get() << " " << what; break;
       case Role::Constant: os << "constant buffer #" << buffer->id << " " << what; break;
       case Role::HostMade: {
-        std::string bytes(static_cast<const char*>(buffer->data), buffer->nbytes());
+        std::shared_ptr<const Buffer> host = on_host(buffer);
+        std::string bytes(static_cast<const char*>(host->data), host->nbytes());
         os << "value made on the host " << what;
-        if (buffer->numel == 1)
-          os << " = " << buffer->get_f(0);
+        if (host->numel == 1)
+          os << " = " << host->get_f(0);
         else
           os << " (content hash " << runtime::hash_string(bytes) << ")";
         break;

@@ -106,7 +106,7 @@ void Optimizer::set_lr(size_t group, double lr) {
   check(lr >= 0, "learning rate", lr);
   groups_.at(group).lr = lr;
   // in place: graphs (and captured steps) that read the rate see the new one
-  static_cast<double*>(lr_tensors_.at(group).node()->buffer->data)[0] = lr;
+  upload(*lr_tensors_.at(group).node()->buffer, &lr);
 }
 int64_t Optimizer::step_count(size_t param_index) const { return state_.at(param_index).step; }
 

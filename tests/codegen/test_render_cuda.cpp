@@ -62,3 +62,17 @@ TEST(RenderCuda, HalvesAndBitcastsUseDeviceConversions) {
 }
 
 }  // namespace
+
+namespace {
+TEST(RenderCuda, FewOutputsWithLongReducesSplitOverBlocks) {
+  Tensor x = kiln::testing::random_tensor({4, 1 << 20}, DType::F32, -1, 1, 6);
+  auto ks = lower_all(x.sum(1));
+  ASSERT_EQ(ks.size(), 1u);
+  const auto& k = ks[0];
+  EXPECT_EQ(k.launch.kind, codegen::CudaLaunch::Kind::BlockReduce);
+  EXPECT_GT(k.launch.split, 1);
+  EXPECT_EQ(k.launch.scratch_bytes, k.launch.counters_offset + 4 * 4);
+  EXPECT_TRUE(has(k.source, "kiln_scratch")) << k.source;
+  EXPECT_TRUE(has(k.source, "atomicAdd(")) << k.source;
+}
+}  // namespace

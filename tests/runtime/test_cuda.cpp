@@ -61,7 +61,7 @@ TEST_F(Cuda, RoundTripKeepsEveryDtype) {
 }
 
 TEST_F(Cuda, MixingDevicesIsAnError) {
-  Tensor a = on_gpu({4, 4}), b = random_tensor({4, 4}, DType::F32, 0, 1, 2);
+  Tensor a = on_gpu({4, 4}), b = random_tensor({4, 4}, DType::F32, 0, 1, 2).to(Device::cpu());
   try {
     (a + b).realize();
     FAIL() << "expected an error";
@@ -119,6 +119,10 @@ TEST_F(Cuda, ReductionsShortAndLong) {
     EXPECT_TRUE(expect_matches_reference(x.softmax(1), 1e-5, 1e-6)) << cols;
     EXPECT_TRUE(expect_matches_reference(x.sum(0), 1e-5, 1e-5)) << cols;
   }
+  // few outputs, long reduces: blocks share each output (two accumulators in one kernel)
+  Tensor w = on_gpu({3, 1 << 20}, DType::F32, -1, 1, 19);
+  EXPECT_TRUE(expect_matches_reference(w.sum(1) + w.max(1), 1e-5, 1e-3));
+  EXPECT_TRUE(expect_matches_reference(w.to(DType::F64).sum(), 1e-12, 1e-9));
   Tensor all = on_gpu({1000, 1000}, DType::F32, -1, 1, 9);
   EXPECT_TRUE(expect_matches_reference(all.sum(), 1e-5, 1e-3));
   Tensor d = on_gpu({3, 4000}, DType::F64, -1, 1, 10);

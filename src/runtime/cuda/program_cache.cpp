@@ -8,6 +8,7 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
+#include "runtime/cuda/allocator.h"
 #include "runtime/cuda/context.h"
 #include "runtime/file_util.h"
 #include "runtime/program_cache.h"
@@ -155,11 +156,22 @@ void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::
   int64_t want = l.kind == codegen::CudaLaunch::Kind::BlockReduce ? l.work : (l.work + l.block - 1) / l.block;
   int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(want, per_sm * c.info.multiprocessors));
   std::vector<void*> params;
-  params.reserve(bufs.size());
+  params.reserve(bufs.size() + 1);
   for (auto& b : bufs) params.push_back(const_cast<void*>(static_cast<const void*>(&b)));
+  CUdeviceptr scratch = 0;
+  if (l.split > 1) {  // one block per (output, share); the counters must start at zero
+    blocks = l.work * l.split;
+    scratch = device_alloc(ordinal, static_cast<size_t>(l.scratch_bytes));
+    check(c.api->cuMemsetD8Async(scratch + static_cast<CUdeviceptr>(l.counters_offset), 0,
+                                 static_cast<size_t>(l.scratch_bytes - l.counters_offset), c.stream),
+          "cuMemsetD8Async");
+    params.push_back(&scratch);
+  }
   check(c.api->cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, static_cast<unsigned>(l.block), 1, 1, 0,
                               c.stream, params.data(), nullptr),
         "cuLaunchKernel");
+  // the stream runs the kernel before any later user of the block: it may go back to the cache now
+  if (scratch) device_free(ordinal, scratch, static_cast<size_t>(l.scratch_bytes));
 }
 
 }  // namespace kiln::runtime::cuda

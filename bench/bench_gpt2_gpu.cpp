@@ -1,0 +1,62 @@
+// G8: GPT-2 124M (the nn GPT model, vocab 50304) training steps on the GPU with AdamW, on random
+// tokens: loss per step, median step time and tokens/s as one JSON line.
+// Usage: bench_gpt2_gpu [B] [T] [steps] [jit 0|1]   (defaults 4 1024 8 0)
+#include <kiln/kiln.h>
+#include <kiln/nn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "kiln/debug.h"
+
+using namespace kiln;
+
+int main(int argc, char** argv) {
+  std::string why;
+  if (!cuda_available(&why)) {
+    std::printf("bench_gpt2_gpu: no usable CUDA GPU (%s)\n", why.c_str());
+    return 0;
+  }
+  int64_t B = argc > 1 ? std::atoll(argv[1]) : 4, T = argc > 2 ? std::atoll(argv[2]) : 1024;
+  int steps = argc > 3 ? std::atoi(argv[3]) : 8;
+  bool use_jit = argc > 4 && std::atoi(argv[4]) != 0;
+  int64_t L = std::getenv("GPT_LAYERS") ? std::atoll(std::getenv("GPT_LAYERS")) : 12;
+  const int64_t V = 50304;
+  set_default_device(Device::cuda());
+  manual_seed(0);
+  nn::GPT model(nn::GPTConfig{.vocab_size = V, .block_size = 1024, .n_layer = L, .n_head = 12, .n_embd = 768});
+  optim::AdamW opt(model->parameters(), {.lr = 3e-4, .weight_decay = 0.0});
+  Tensor idx = randint(0, 50257, {B, T}).realize(), tgt = randint(0, 50257, {B, T}).realize();
+  auto train = [&](const Tensor& x, const Tensor& y) {
+    auto [logits, loss] = model->forward(x, y);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    return loss;
+  };
+  Jit jitted([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{train(in[0], in[1])}; });
+  std::vector<double> ms;
+  std::vector<float> losses;
+  double first_s = 0;
+  for (int s = 0; s < steps; s++) {
+    auto t0 = std::chrono::steady_clock::now();
+    float loss = (use_jit ? jitted({idx, tgt})[0] : train(idx, tgt)).item<float>();
+    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s == 0) first_s = dt;
+    if (s >= 2) ms.push_back(dt * 1e3);
+    losses.push_back(loss);
+    std::fprintf(stderr, "bench_gpt2_gpu: step %d loss %.4f %.1f ms\n", s, loss, dt * 1e3);
+  }
+  std::sort(ms.begin(), ms.end());
+  double med = ms.empty() ? first_s * 1e3 : ms[ms.size() / 2];
+  std::printf("{\"workload\": \"G8\", \"name\": \"gpt2_124M_train_step_B%lld_T%lld_f32\", \"impl\": \"kiln%s\", "
+              "\"ms\": %.1f, \"tok/s\": %.0f, \"first_step_s\": %.1f, \"loss_first\": %.4f, \"loss_last\": %.4f, "
+              "\"params\": %lld}\n",
+              static_cast<long long>(B), static_cast<long long>(T), use_jit ? "-jit" : "", med,
+              static_cast<double>(B * T) / med * 1e3, first_s, losses.front(), losses.back(),
+              static_cast<long long>(model->num_parameters()));
+  return 0;
+}
