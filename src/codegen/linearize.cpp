@@ -49,6 +49,14 @@ class Linearizer {
     double trips = 1;
     for (size_t i = 0; i < globals.size(); i++) {
       const NodeRef& g = globals[i];
+      // what the inner output loops do not move is computed before they open: a row's reduces in a
+      // kernel that broadcasts them back over the row run once per row (see fusion's row_reduce)
+      if (i > 0 && lanes_.empty()) {
+        std::set<int64_t> inner;
+        for (size_t j = i; j < globals.size(); j++) inner.insert(globals[j]->arg[0]);
+        trips_ = trips;
+        for (auto& st : ast->src) hoist(st, inner);
+      }
       memo_[g.get()] = add({Op::RANGE, DType::I64, {}, {g->arg[0], g->arg[1], 0, i == 0}});
       if (i == 0) p_.outer_size = g->arg[1];
       trips *= static_cast<double>(g->arg[1]);

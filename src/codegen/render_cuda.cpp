@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "codegen/render_base.h"
@@ -103,14 +104,21 @@ class CudaRenderer : public RendererBase {
   void plan(CudaLaunch& l) {
     std::vector<size_t> stack;
     std::vector<size_t> globals;
+    bool opened_reduce = false;
     int64_t longest = 0;
     bool lanes = false;
     for (size_t i = 0; i < p_.insts.size(); i++) {
       const Inst& in = p_.insts[i];
       if (in.op == Op::RANGE) {
         bool top = std::all_of(stack.begin(), stack.end(),
-                               [&](size_t s) { return p_.insts[s].arg[2] == ir::kGlobalRange; });
-        if (in.arg[2] == ir::kGlobalRange) globals.push_back(i);
+                               [&](size_t s) { return p_.insts[s].arg[2] == ir::kGlobalRange && !inner_.count(s); });
+        if (in.arg[2] == ir::kGlobalRange) {
+          // an output loop opened after a reduce (a row's loop after the row's reduces) stays a
+          // loop, split over the block's threads; the ones before map onto t
+          if (opened_reduce) inner_.insert(i);
+          else globals.push_back(i);
+        }
+        if (in.arg[2] == ir::kReduceRange) opened_reduce = true;
         if (in.arg[2] == ir::kUpcastRange) lanes = true;
         if (in.arg[2] == ir::kReduceRange && top) {
           split_[i] = {};
@@ -130,14 +138,16 @@ class CudaRenderer : public RendererBase {
       stride *= p_.insts[globals[k]].arg[1];
     }
     l.work = stride;
-    if (!lanes && longest >= 128) {
+    if (!lanes && (longest >= 128 || !inner_.empty())) {
       l.kind = CudaLaunch::Kind::BlockReduce;
-      l.block = longest >= 4096 ? 512 : longest >= 1024 ? 256 : 128;
+      int64_t row = longest;
+      for (size_t i : inner_) row = std::max(row, p_.insts[i].arg[1]);
+      l.block = row >= 4096 ? 512 : row >= 1024 ? 256 : row >= 128 ? 128 : 32;
       // Few outputs and one long reduce: share each output over blocks, up to ~4 blocks per SM of
       // a 132-SM GPU, each with at least 4 elements per thread.
       int64_t accs = split_.size() == 1 ? static_cast<int64_t>(split_.begin()->second.size()) : 0;
       int64_t s = std::min<int64_t>(longest / (l.block * 4), 528 / std::max<int64_t>(l.work, 1));
-      if (accs > 0 && s > 1) {
+      if (accs > 0 && s > 1 && inner_.empty()) {
         l.split = static_cast<int>(s);
         l.counters_offset = l.work * s * accs * 8;
         l.scratch_bytes = l.counters_offset + l.work * 4;
@@ -149,6 +159,15 @@ class CudaRenderer : public RendererBase {
 
   void range(int i) override {
     const Inst& in = p_.insts[static_cast<size_t>(i)];
+    if (inner_.count(static_cast<size_t>(i))) {  // a row's output loop: over the block's threads
+      std::string n = "gidx" + std::to_string(in.arg[0]);
+      names_[static_cast<size_t>(i)] = n;
+      out("for (int64_t " + n + " = threadIdx.x; " + n + " < " + std::to_string(in.arg[1]) + "LL; " + n +
+          " += blockDim.x) {");
+      open_.push_back(-3);
+      indent_++;
+      return;
+    }
     if (in.arg[2] == ir::kGlobalRange) {  // an output loop: a digit of t
       std::string n = "gidx" + std::to_string(in.arg[0]);
       names_[static_cast<size_t>(i)] = n;
@@ -222,7 +241,8 @@ class CudaRenderer : public RendererBase {
   void store(int i) override {
     const Inst& in = p_.insts[static_cast<size_t>(i)];
     std::string s = v(in.src[0]) + "[" + v(in.src[1]) + "] = " + store_value(in) + ";";
-    out(block_reduce_ ? "if (threadIdx.x == 0) " + s : s);
+    bool per_thread = std::count(open_.begin(), open_.end(), -3) > 0;  // inside a row's loop
+    out(block_reduce_ && !per_thread ? "if (threadIdx.x == 0) " + s : s);
   }
 
   std::string exp2(const std::string& x, bool f64) override { return (f64 ? "exp2(" : "exp2f(") + x + ")"; }
@@ -240,7 +260,8 @@ class CudaRenderer : public RendererBase {
 
   std::map<size_t, int64_t> stride_;             // output RANGE -> its stride in t
   std::map<size_t, std::vector<int>> split_;     // reduce RANGE split over the block -> its accumulators
-  std::vector<int> open_;                        // open RANGEs: -1 output, -2 plain loop, else split
+  std::vector<int> open_;  // open RANGEs: -1 output (a digit of t), -2 plain loop, -3 row loop, else split
+  std::set<size_t> inner_;  // output RANGEs opened after a reduce: loops over the block's threads
   int64_t work_ = 1;
   bool block_reduce_ = false;
   int split_count_ = 1;

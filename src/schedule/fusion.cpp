@@ -28,6 +28,23 @@ namespace {
 
 bool grows(const NodeRef& n) { return n->op == Op::EXPAND && n->numel() > n->src[0]->numel(); }
 
+// Row structure: a reduce over the last axis only (keepdim), or an expand of that axis only. A
+// reduce over a row that the same kernel broadcasts back over the row (a mean, a softmax's max and
+// sum) is computed once per row in that kernel: the linearizer places it before the loop over the
+// row, so nothing is recomputed per element.
+bool row_reduce(const NodeRef& n) {
+  return n->op == Op::REDUCE && n->arg.size() == 2 && !n->shape.empty() &&
+         n->arg[1] == static_cast<int64_t>(n->shape.size()) - 1;
+}
+bool row_expand(const NodeRef& n) {
+  if (n->op != Op::EXPAND || n->shape.empty()) return false;
+  const auto& in = n->src[0]->shape;
+  size_t last = n->shape.size() - 1;
+  for (size_t i = 0; i < last; i++)
+    if (in[i] != n->shape[i]) return false;
+  return in[last] == 1;
+}
+
 // Bytes per output element that computing n reads from realized buffers (broadcast reads are free).
 int64_t input_bytes(const NodeRef& n, const std::unordered_set<const Node*>& points) {
   int64_t total = 0;
@@ -91,10 +108,20 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots) {
       NodeRef p = points[pi];
       // path flags from the kernel's output down: kReplicated (under a reduce or a broadcast),
       // kInReduce, kBroadcastInReduce (broadcast below a reduce: recomputed per reduce step and lane)
-      enum : uint64_t { kReplicated = 1, kInReduce = 2, kBroadcastInReduce = 4 };
-      auto below = [](const NodeRef& n, uint64_t f) {
+      // kRowOnly: all replication so far is row structure (see row_reduce); kViewed: a movement op
+      // lies between the kernel's output and here, so its loops need not follow the rows
+      enum : uint64_t { kReplicated = 1, kInReduce = 2, kBroadcastInReduce = 4, kRowOnly = 8, kViewed = 16 };
+      auto below = [&](const NodeRef& n, uint64_t f) {
+        bool replicates = n->op == Op::REDUCE || grows(n);
+        bool row = !(f & kViewed) && (!(f & kReplicated) || (f & kRowOnly)) && (row_reduce(n) || row_expand(n));
+        if (replicates) f = row ? f | kRowOnly : f & ~uint64_t{kRowOnly};
+        if (!replicates && !ir::is_elementwise(n->op) && n->op != Op::EXPAND && n->op != Op::REDUCE)
+          f = (f | kViewed) & ~uint64_t{kRowOnly};
         if (n->op == Op::REDUCE) f |= kReplicated | kInReduce;
-        if (grows(n)) f |= kReplicated | ((f & kInReduce) ? uint64_t{kBroadcastInReduce} : uint64_t{0});
+        if (grows(n) && !row)
+          f |= kReplicated | ((f & kInReduce) ? uint64_t{kBroadcastInReduce} : uint64_t{0});
+        else if (grows(n))
+          f |= kReplicated;
         return f;
       };
       std::unordered_set<uint64_t> seen;  // (node, flags) pairs
@@ -107,7 +134,9 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots) {
         if (!seen.insert(reinterpret_cast<uint64_t>(n.get()) ^ flags).second) continue;
         owners[n.get()].insert(p.get());
         keep[n.get()] = n;
-        bool recomputed_reduce = n->op == Op::REDUCE && (flags & kReplicated);  // per output element
+        // per output element, unless a row reduce the kernel computes once per row
+        bool recomputed_reduce =
+            n->op == Op::REDUCE && (flags & kReplicated) && !((flags & kRowOnly) && row_reduce(n));
         // costly elementwise work broadcast into a reduce (a matmul operand that is an activation's
         // gradient, say) would be recomputed once per element of the broadcast dim: store it, unless
         // it is small (a per-row statistic), where an extra kernel costs more than the recompute
