@@ -60,6 +60,8 @@ std::optional<Linear> linear(const NodeRef& e, std::map<int64_t, NodeRef>& range
   Linear l;
   if (!linear_into(e, 1, l, ranges)) return std::nullopt;
   std::erase_if(l.coef, [](const auto& kv) { return kv.second == 0; });
+  for (auto& [r, coef] : l.coef)
+    if (coef < 0) return std::nullopt;  // flipped views: GEMM libraries take no negative strides
   return l;
 }
 

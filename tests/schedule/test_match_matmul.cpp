@@ -292,4 +292,5 @@ TEST(MatchMatmul, RejectsProductsThatAreNotMatmuls) {
   Tensor x = rnd({8, 16}, DType::F32, 48), w = rnd({16, 12}, DType::F32, 49);
   EXPECT_FALSE(match((x.unsqueeze(-1) * w.unsqueeze(0) * 2.0).sum(1)));  // three factors
   EXPECT_FALSE(match((x.exp().unsqueeze(-1) * w.unsqueeze(0)).sum(1)));  // an operand is computed
+  EXPECT_FALSE(match(x.flip({1}).matmul(w)));                            // a negative stride
 }
