@@ -11,8 +11,6 @@
 
 namespace kiln::runtime::cuda {
 
-namespace {
-
 void* open_first(const std::vector<std::string>& names, std::string& tried) {
   for (const auto& n : names) {
     if (n.empty()) continue;
@@ -27,12 +25,9 @@ std::string env(const char* name) {
   return v ? v : "";
 }
 
-// Resolves `name` into `fn`; records the first missing symbol.
-template <class F>
-void bind(void* lib, F& fn, const char* name, std::string& missing) {
-  fn = reinterpret_cast<F>(dlsym(lib, name));
-  if (!fn && missing.empty()) missing = name;
-}
+void* symbol(void* lib, const char* name) { return dlsym(lib, name); }
+
+namespace {
 
 struct Loaded {
   Api api;
@@ -46,7 +41,8 @@ Loaded load() {
   std::string tried;
   a.libcuda = open_first({"libcuda.so.1", "libcuda.so"}, tried);
   if (!a.libcuda) {
-    r.why = "the CUDA driver library is not installed (tried " + tried + "): no NVIDIA GPU driver on this machine";
+    r.why = "the CUDA driver library is not installed (tried " + tried +
+            "): no NVIDIA GPU driver on this machine";
     return r;
   }
   std::string missing;
@@ -99,9 +95,10 @@ Loaded load() {
   std::string nv_tried;
   // the loader path, then the toolkit's usual homes (KILN_NVRTC names a library explicitly)
   std::string home = env("CUDA_HOME").empty() ? env("CUDA_PATH") : env("CUDA_HOME");
-  a.libnvrtc = open_first({env("KILN_NVRTC"), "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
-                           home.empty() ? "" : home + "/lib64/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"},
-                          nv_tried);
+  a.libnvrtc =
+      open_first({env("KILN_NVRTC"), "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+                  home.empty() ? "" : home + "/lib64/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"},
+                 nv_tried);
   if (!a.libnvrtc) {
     r.why = "NVRTC (the runtime CUDA compiler) is not installed (tried " + nv_tried + ")";
     return r;

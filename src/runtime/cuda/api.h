@@ -1,9 +1,11 @@
-// The CUDA driver, NVRTC and cuBLASLt entry points kiln uses, loaded at run time with dlopen so one
-// build runs with and without a GPU. Types are the plain integers and pointers of the C APIs.
+// The CUDA driver and NVRTC entry points kiln uses, loaded at run time with dlopen so one build runs
+// with and without a GPU. Types are the plain integers and pointers of the C APIs. (cuBLASLt has its
+// own table: runtime/cuda/cublaslt.cpp.)
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln::runtime::cuda {
 
@@ -69,6 +71,20 @@ struct Api {
   int (*nvrtcDestroyProgram)(void**);
   const char* (*nvrtcGetErrorString)(int);
 };
+
+// dlopen()s the first of `names` that loads (empty names are skipped); nullptr when none does, with
+// the names tried appended to `tried`, comma-separated.
+void* open_first(const std::vector<std::string>& names, std::string& tried);
+// The value of an environment variable, "" when unset.
+std::string env(const char* name);
+// dlsym(lib, name), nullptr when absent.
+void* symbol(void* lib, const char* name);
+// Resolves `name` into the function pointer `fn`; records the first missing symbol in `missing`.
+template <class F>
+void bind(void* lib, F& fn, const char* name, std::string& missing) {
+  fn = reinterpret_cast<F>(symbol(lib, name));
+  if (!fn && missing.empty()) missing = name;
+}
 
 // Loads the libraries and resolves every entry point once; nullptr (and `why`) when unavailable.
 const Api* api(std::string* why = nullptr);

@@ -1,0 +1,346 @@
+// cuBLASLt GEMMs (see cublaslt.h).
+//
+// cublasLt.h cannot be included (machines without the CUDA toolkit build kiln), so the enum values
+// below are written out. Each was checked against NVIDIA's headers: cublasLt.h
+// (cublasLtMatmulDescAttributes_t, cublasLtMatrixLayoutAttribute_t,
+// cublasLtMatmulPreferenceAttributes_t, cublasLtEpilogue_t, cublasLtMatmulHeuristicResult_t),
+// cublas_api.h (cublasComputeType_t, cublasOperation_t, cublasStatus_t) and library_types.h
+// (cudaDataType_t); the cuBLAS documentation (docs.nvidia.com/cuda/cublas, section cuBLASLt
+// datatypes reference) lists the same values.
+#include "runtime/cuda/cublaslt.h"
+
+#include <climits>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/cuda/allocator.h"
+#include "runtime/cuda/context.h"
+
+namespace kiln::runtime::cuda {
+
+namespace {
+
+// cudaDataType_t (library_types.h)
+constexpr int kCudaR32F = 0;    // CUDA_R_32F
+constexpr int kCudaR16F = 2;    // CUDA_R_16F
+constexpr int kCudaR16BF = 14;  // CUDA_R_16BF
+// cublasComputeType_t (cublas_api.h)
+constexpr int kCompute32F = 68;          // CUBLAS_COMPUTE_32F
+constexpr int kCompute32FFastTF32 = 77;  // CUBLAS_COMPUTE_32F_FAST_TF32
+// cublasOperation_t (cublas_api.h)
+constexpr int32_t kOpN = 0;  // CUBLAS_OP_N
+constexpr int32_t kOpT = 1;  // CUBLAS_OP_T
+// cublasStatus_t (cublas_api.h)
+constexpr int kStatusSuccess = 0;  // CUBLAS_STATUS_SUCCESS
+// cublasLtMatmulDescAttributes_t (cublasLt.h)
+constexpr int kDescTransA = 3;       // CUBLASLT_MATMUL_DESC_TRANSA, int32_t
+constexpr int kDescTransB = 4;       // CUBLASLT_MATMUL_DESC_TRANSB, int32_t
+constexpr int kDescEpilogue = 7;     // CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t
+constexpr int kDescBiasPointer = 8;  // CUBLASLT_MATMUL_DESC_BIAS_POINTER, const void*
+// cublasLtEpilogue_t (cublasLt.h)
+constexpr uint32_t kEpilogueDefault = 1;    // CUBLASLT_EPILOGUE_DEFAULT
+constexpr uint32_t kEpilogueBias = 4;       // CUBLASLT_EPILOGUE_BIAS
+constexpr uint32_t kEpilogueGelu = 32;      // CUBLASLT_EPILOGUE_GELU
+constexpr uint32_t kEpilogueGeluBias = 36;  // CUBLASLT_EPILOGUE_GELU_BIAS = GELU | BIAS
+// cublasLtMatrixLayoutAttribute_t (cublasLt.h)
+constexpr int kLayoutBatchCount = 5;   // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, int32_t
+constexpr int kLayoutBatchStride = 6;  // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64_t
+// cublasLtMatmulPreferenceAttributes_t (cublasLt.h)
+constexpr int kPrefMaxWorkspace = 1;  // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t
+constexpr int kPrefMinAlignA = 5;     // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, uint32_t
+constexpr int kPrefMinAlignB = 6;     // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, uint32_t
+constexpr int kPrefMinAlignC = 7;     // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, uint32_t
+constexpr int kPrefMinAlignD = 8;     // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, uint32_t
+
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+
+// Opaque cuBLASLt objects, and the two structs kiln reads (layouts as in cublasLt.h).
+using LtHandle = void*;      // cublasLtHandle_t
+using LtMatmulDesc = void*;  // cublasLtMatmulDesc_t
+using LtLayout = void*;      // cublasLtMatrixLayout_t
+using LtPreference = void*;  // cublasLtMatmulPreference_t
+struct LtAlgo {              // cublasLtMatmulAlgo_t
+  uint64_t data[8];
+};
+struct LtHeuristic {  // cublasLtMatmulHeuristicResult_t
+  LtAlgo algo;
+  size_t workspace_size;
+  int state;  // cublasStatus_t
+  float waves_count;
+  int reserved[4];
+};
+static_assert(sizeof(LtHeuristic) == 96, "cublasLtMatmulHeuristicResult_t is 96 bytes");
+
+struct LtApi {
+  void* lib = nullptr;
+  int (*cublasLtCreate)(LtHandle*);
+  int (*cublasLtMatmulDescCreate)(LtMatmulDesc*, int compute_type, int scale_type);
+  int (*cublasLtMatmulDescDestroy)(LtMatmulDesc);
+  int (*cublasLtMatmulDescSetAttribute)(LtMatmulDesc, int, const void*, size_t);
+  int (*cublasLtMatrixLayoutCreate)(LtLayout*, int type, uint64_t rows, uint64_t cols, int64_t ld);
+  int (*cublasLtMatrixLayoutDestroy)(LtLayout);
+  int (*cublasLtMatrixLayoutSetAttribute)(LtLayout, int, const void*, size_t);
+  int (*cublasLtMatmulPreferenceCreate)(LtPreference*);
+  int (*cublasLtMatmulPreferenceDestroy)(LtPreference);
+  int (*cublasLtMatmulPreferenceSetAttribute)(LtPreference, int, const void*, size_t);
+  int (*cublasLtMatmulAlgoGetHeuristic)(LtHandle, LtMatmulDesc, LtLayout, LtLayout, LtLayout, LtLayout,
+                                        LtPreference, int, LtHeuristic*, int*);
+  int (*cublasLtMatmul)(LtHandle, LtMatmulDesc, const void* alpha, const void* a, LtLayout, const void* b,
+                        LtLayout, const void* beta, const void* c, LtLayout, void* d, LtLayout, const LtAlgo*,
+                        void* workspace, size_t workspace_bytes, CUstream);
+};
+
+struct LoadedLt {
+  LtApi api;
+  bool ok = false;
+  std::string why;
+};
+
+LoadedLt load_lt() {
+  LoadedLt r;
+  LtApi& a = r.api;
+  std::string tried;
+  std::string home = env("CUDA_HOME").empty() ? env("CUDA_PATH") : env("CUDA_HOME");
+  a.lib =
+      open_first({env("KILN_CUBLASLT"), "libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so",
+                  home.empty() ? "" : home + "/lib64/libcublasLt.so", "/usr/local/cuda/lib64/libcublasLt.so"},
+                 tried);
+  if (!a.lib) {
+    r.why = "cuBLASLt is not installed (tried " + tried + ")";
+    return r;
+  }
+  std::string missing;
+  bind(a.lib, a.cublasLtCreate, "cublasLtCreate", missing);
+  bind(a.lib, a.cublasLtMatmulDescCreate, "cublasLtMatmulDescCreate", missing);
+  bind(a.lib, a.cublasLtMatmulDescDestroy, "cublasLtMatmulDescDestroy", missing);
+  bind(a.lib, a.cublasLtMatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute", missing);
+  bind(a.lib, a.cublasLtMatrixLayoutCreate, "cublasLtMatrixLayoutCreate", missing);
+  bind(a.lib, a.cublasLtMatrixLayoutDestroy, "cublasLtMatrixLayoutDestroy", missing);
+  bind(a.lib, a.cublasLtMatrixLayoutSetAttribute, "cublasLtMatrixLayoutSetAttribute", missing);
+  bind(a.lib, a.cublasLtMatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate", missing);
+  bind(a.lib, a.cublasLtMatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy", missing);
+  bind(a.lib, a.cublasLtMatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute", missing);
+  bind(a.lib, a.cublasLtMatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic", missing);
+  bind(a.lib, a.cublasLtMatmul, "cublasLtMatmul", missing);
+  if (!missing.empty()) {
+    r.why = "cuBLASLt lacks the entry point " + missing + " (too old a library?)";
+    return r;
+  }
+  r.ok = true;
+  return r;
+}
+
+const LtApi* lt_api(std::string* why = nullptr) {
+  static std::once_flag once;
+  static LoadedLt* loaded = nullptr;
+  std::call_once(once, [] { loaded = new LoadedLt(load_lt()); });
+  if (!loaded->ok) {
+    if (why) *why = loaded->why;
+    return nullptr;
+  }
+  return &loaded->api;
+}
+
+int cuda_type(DType t) {
+  switch (t) {
+    case DType::F32: return kCudaR32F;
+    case DType::F16: return kCudaR16F;
+    case DType::BF16: return kCudaR16BF;
+    default: return -1;
+  }
+}
+
+uint32_t epilogue_code(GemmEpilogue e) {
+  switch (e) {
+    case GemmEpilogue::None: return kEpilogueDefault;
+    case GemmEpilogue::Bias: return kEpilogueBias;
+    case GemmEpilogue::Gelu: return kEpilogueGelu;
+    case GemmEpilogue::BiasGelu: return kEpilogueGeluBias;
+  }
+  return kEpilogueDefault;
+}
+
+// The largest power of two (at most 256) dividing the address: what the algorithm may assume.
+uint32_t alignment(CUdeviceptr p) {
+  uint32_t a = 256;
+  while (a > 1 && p % a) a /= 2;
+  return a;
+}
+
+// A descriptor at given operand alignments: the cache key of a plan.
+struct PlanKey {
+  GemmDesc d;
+  uint32_t align_a = 0, align_b = 0, align_c = 0, align_bias = 0;
+  bool operator==(const PlanKey&) const = default;
+};
+struct PlanKeyHash {
+  size_t operator()(const PlanKey& k) const {
+    return GemmDescHash()(k.d) ^ (static_cast<size_t>(k.align_a) << 1) ^
+           (static_cast<size_t>(k.align_b) << 11) ^ (static_cast<size_t>(k.align_c) << 21) ^
+           (static_cast<size_t>(k.align_bias) << 31);
+  }
+};
+
+// cuBLASLt's objects for one descriptor, created once and kept for the life of the process.
+struct Plan {
+  bool ok = false;  // false: cuBLASLt has no algorithm for it (remembered, so it is asked once)
+  LtMatmulDesc desc = nullptr;
+  LtLayout first = nullptr, second = nullptr, out = nullptr;
+  LtAlgo algo{};
+};
+
+// Per device: the handle, the workspace and the plans. Never destroyed (static destructors may run
+// after the driver is gone).
+struct DeviceState {
+  std::mutex mu;
+  bool tried = false;
+  LtHandle handle = nullptr;
+  CUdeviceptr workspace = 0;
+  std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
+};
+
+DeviceState& device_state(int ordinal) {
+  static std::mutex mu;
+  static std::vector<DeviceState*>* all = new std::vector<DeviceState*>();
+  std::lock_guard<std::mutex> l(mu);
+  if (all->size() <= static_cast<size_t>(ordinal)) all->resize(static_cast<size_t>(ordinal) + 1, nullptr);
+  DeviceState*& s = (*all)[static_cast<size_t>(ordinal)];
+  if (!s) s = new DeviceState();
+  return *s;
+}
+
+bool make_layout(const LtApi& lt, LtLayout* out, int type, const ColumnMajorLayout& l, int64_t batch) {
+  if (lt.cublasLtMatrixLayoutCreate(out, type, static_cast<uint64_t>(l.rows), static_cast<uint64_t>(l.cols),
+                                    l.ld) != kStatusSuccess)
+    return false;
+  if (batch == 1) return true;
+  int32_t count = static_cast<int32_t>(batch);
+  int64_t stride = l.batch_stride;
+  return lt.cublasLtMatrixLayoutSetAttribute(*out, kLayoutBatchCount, &count, sizeof(count)) ==
+             kStatusSuccess &&
+         lt.cublasLtMatrixLayoutSetAttribute(*out, kLayoutBatchStride, &stride, sizeof(stride)) ==
+             kStatusSuccess;
+}
+
+// Builds the descriptors and asks the heuristic for the best algorithm; plan.ok says whether it found one.
+std::unique_ptr<Plan> make_plan(const LtApi& lt, LtHandle handle, const PlanKey& key, CUdeviceptr bias) {
+  auto p = std::make_unique<Plan>();
+  const GemmDesc& d = key.d;
+  ColumnMajorGemm cm = to_column_major(d);
+  bool f32 = d.a_type == DType::F32;
+  int compute = f32 && d.allow_tf32 ? kCompute32FFastTF32 : kCompute32F;
+  if (lt.cublasLtMatmulDescCreate(&p->desc, compute, kCudaR32F) != kStatusSuccess) {
+    p->desc = nullptr;
+    return p;
+  }
+  int32_t ta = cm.trans_first ? kOpT : kOpN, tb = cm.trans_second ? kOpT : kOpN;
+  uint32_t epi = epilogue_code(d.epilogue);
+  bool ok = lt.cublasLtMatmulDescSetAttribute(p->desc, kDescTransA, &ta, sizeof(ta)) == kStatusSuccess &&
+            lt.cublasLtMatmulDescSetAttribute(p->desc, kDescTransB, &tb, sizeof(tb)) == kStatusSuccess &&
+            lt.cublasLtMatmulDescSetAttribute(p->desc, kDescEpilogue, &epi, sizeof(epi)) == kStatusSuccess;
+  if (ok && d.has_bias()) {  // the heuristic reads the pointer's alignment
+    const void* bp = reinterpret_cast<const void*>(static_cast<uintptr_t>(bias));
+    ok = lt.cublasLtMatmulDescSetAttribute(p->desc, kDescBiasPointer, &bp, sizeof(bp)) == kStatusSuccess;
+  }
+  // cuBLASLt's first operand is kiln's B, its second kiln's A
+  ok = ok && make_layout(lt, &p->first, cuda_type(d.b_type), cm.first, d.batch) &&
+       make_layout(lt, &p->second, cuda_type(d.a_type), cm.second, d.batch) &&
+       make_layout(lt, &p->out, cuda_type(d.c_type), cm.out, d.batch);
+  if (!ok) return p;
+  LtPreference pref = nullptr;
+  if (lt.cublasLtMatmulPreferenceCreate(&pref) != kStatusSuccess) return p;
+  uint64_t ws = kWorkspaceBytes;
+  uint32_t al_first = key.align_b, al_second = key.align_a, al_c = key.align_c;
+  ok = lt.cublasLtMatmulPreferenceSetAttribute(pref, kPrefMaxWorkspace, &ws, sizeof(ws)) == kStatusSuccess &&
+       lt.cublasLtMatmulPreferenceSetAttribute(pref, kPrefMinAlignA, &al_first, sizeof(al_first)) ==
+           kStatusSuccess &&
+       lt.cublasLtMatmulPreferenceSetAttribute(pref, kPrefMinAlignB, &al_second, sizeof(al_second)) ==
+           kStatusSuccess &&
+       lt.cublasLtMatmulPreferenceSetAttribute(pref, kPrefMinAlignC, &al_c, sizeof(al_c)) == kStatusSuccess &&
+       lt.cublasLtMatmulPreferenceSetAttribute(pref, kPrefMinAlignD, &al_c, sizeof(al_c)) == kStatusSuccess;
+  LtHeuristic result{};
+  int found = 0;
+  if (ok &&
+      lt.cublasLtMatmulAlgoGetHeuristic(handle, p->desc, p->first, p->second, p->out, p->out, pref, 1,
+                                        &result, &found) == kStatusSuccess &&
+      found > 0 && result.state == kStatusSuccess && result.workspace_size <= kWorkspaceBytes) {
+    p->algo = result.algo;
+    p->ok = true;
+  }
+  lt.cublasLtMatmulPreferenceDestroy(pref);
+  return p;
+}
+
+}  // namespace
+
+bool cublaslt_available(std::string* why) { return lt_api(why) != nullptr; }
+
+std::string gemm_unsupported(const GemmDesc& d) {
+  auto name = [](DType t) { return std::string(dtype_name(t)); };
+  if (d.m < 1 || d.n < 1 || d.k < 1 || d.batch < 1) return "empty or negative sizes";
+  for (int64_t v : {d.m, d.n, d.k, d.batch, d.lda, d.ldb, d.ldc})
+    if (v > INT32_MAX) return "a size or leading dimension does not fit in 32 bits";
+  if (d.a_type != d.b_type) return "A is " + name(d.a_type) + " but B is " + name(d.b_type);
+  if (cuda_type(d.a_type) < 0)
+    return "inputs of type " + name(d.a_type) + " (f32, f16 and bf16 are supported)";
+  bool out_ok = d.c_type == d.a_type || (d.a_type != DType::F32 && d.c_type == DType::F32);
+  if (!out_ok) return name(d.a_type) + " inputs with a " + name(d.c_type) + " output";
+  if (d.lda < (d.trans_a ? d.m : d.k)) return "lda is smaller than a row of A as stored";
+  if (d.ldb < (d.trans_b ? d.k : d.n)) return "ldb is smaller than a row of B as stored";
+  if (d.ldc < d.n) return "ldc is smaller than N";
+  if (d.stride_a < 0 || d.stride_b < 0 || d.stride_c < 0) return "negative batch strides";
+  if (d.batch > 1 && d.stride_c < d.m * d.ldc) return "the output matrices of the batch overlap";
+  return "";
+}
+
+ColumnMajorGemm to_column_major(const GemmDesc& d) {
+  ColumnMajorGemm r;
+  r.m = d.n;
+  r.n = d.m;
+  r.k = d.k;
+  // first operand, op(first) must be N x K: kiln's B stored K x N row-major is B^T (N x K) column-major
+  r.trans_first = d.trans_b;
+  r.first = d.trans_b ? ColumnMajorLayout{d.k, d.n, d.ldb, d.stride_b}
+                      : ColumnMajorLayout{d.n, d.k, d.ldb, d.stride_b};
+  // second operand, op(second) must be K x M: kiln's A stored M x K row-major is A^T (K x M) column-major
+  r.trans_second = d.trans_a;
+  r.second = d.trans_a ? ColumnMajorLayout{d.m, d.k, d.lda, d.stride_a}
+                       : ColumnMajorLayout{d.k, d.m, d.lda, d.stride_a};
+  r.out = {d.n, d.m, d.ldc, d.stride_c};
+  return r;
+}
+
+bool gemm(int ordinal, const GemmDesc& d, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUdeviceptr bias) {
+  const LtApi* lt = lt_api();
+  if (!lt || !api() || !gemm_unsupported(d).empty() || (d.has_bias() && !bias)) return false;
+  Context& ctx = context(ordinal);  // current on this thread; throws for a device that does not exist
+  DeviceState& s = device_state(ordinal);
+  std::lock_guard<std::mutex> l(s.mu);
+  if (!s.tried) {
+    s.tried = true;
+    if (lt->cublasLtCreate(&s.handle) != kStatusSuccess) s.handle = nullptr;
+    if (s.handle) s.workspace = device_alloc(ordinal, kWorkspaceBytes);
+  }
+  if (!s.handle) return false;
+  PlanKey key{d, alignment(a), alignment(b), alignment(c), d.has_bias() ? alignment(bias) : 0};
+  auto it = s.plans.find(key);
+  if (it == s.plans.end()) it = s.plans.emplace(key, make_plan(*lt, s.handle, key, bias)).first;
+  Plan& p = *it->second;
+  if (!p.ok) return false;
+  if (d.has_bias()) {  // the plan is shared by calls with other bias buffers of the same alignment
+    const void* bp = reinterpret_cast<const void*>(static_cast<uintptr_t>(bias));
+    if (lt->cublasLtMatmulDescSetAttribute(p.desc, kDescBiasPointer, &bp, sizeof(bp)) != kStatusSuccess)
+      return false;
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  auto ptr = [](CUdeviceptr x) { return reinterpret_cast<void*>(static_cast<uintptr_t>(x)); };
+  // C^T = B^T A^T: cuBLASLt's first operand is kiln's B, its second kiln's A; C is read (beta = 0) and
+  // written
+  int rc = lt->cublasLtMatmul(s.handle, p.desc, &alpha, ptr(b), p.first, ptr(a), p.second, &beta, ptr(c),
+                              p.out, ptr(c), p.out, &p.algo, ptr(s.workspace), kWorkspaceBytes, ctx.stream);
+  return rc == kStatusSuccess;
+}
+
+}  // namespace kiln::runtime::cuda

@@ -1,0 +1,298 @@
+// Matmul recognition on kernel ASTs (see match_matmul.h).
+#include "schedule/match_matmul.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "ir/graph_rewrite.h"
+#include "kiln/tensor.h"
+
+namespace kiln::schedule {
+
+using ir::NodeRef;
+using ir::Op;
+using runtime::cuda::GemmDesc;
+using runtime::cuda::GemmEpilogue;
+
+namespace {
+
+bool gemm_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+// Drops float casts that widen to f32 or round to `keep` (the output dtype): casts a GEMM with f32
+// accumulation does implicitly, or more precisely.
+NodeRef strip_casts(NodeRef v, DType keep) {
+  while (v->op == Op::CAST && (v->dtype == DType::F32 || v->dtype == keep) && gemm_float(v->src[0]->dtype))
+    v = v->src[0];
+  return v;
+}
+
+// An index expression as offset + sum(coef * range): nullopt for anything else (div, mod, masks).
+struct Linear {
+  std::map<int64_t, int64_t> coef;  // range id -> coefficient
+  int64_t offset = 0;
+  int64_t at(int64_t range) const {
+    auto it = coef.find(range);
+    return it == coef.end() ? 0 : it->second;
+  }
+};
+
+bool linear_into(const NodeRef& e, int64_t scale, Linear& out, std::map<int64_t, NodeRef>& ranges) {
+  switch (e->op) {
+    case Op::CONST: out.offset += scale * e->ival(); return true;
+    case Op::RANGE:
+      out.coef[e->ival()] += scale;
+      ranges[e->ival()] = e;
+      return true;
+    case Op::ADD:
+      return linear_into(e->src[0], scale, out, ranges) && linear_into(e->src[1], scale, out, ranges);
+    case Op::MUL:
+      if (e->src[1]->op == Op::CONST) return linear_into(e->src[0], scale * e->src[1]->ival(), out, ranges);
+      if (e->src[0]->op == Op::CONST) return linear_into(e->src[1], scale * e->src[0]->ival(), out, ranges);
+      return false;
+    default: return false;
+  }
+}
+
+std::optional<Linear> linear(const NodeRef& e, std::map<int64_t, NodeRef>& ranges) {
+  Linear l;
+  if (!linear_into(e, 1, l, ranges)) return std::nullopt;
+  std::erase_if(l.coef, [](const auto& kv) { return kv.second == 0; });
+  for (auto& [r, coef] : l.coef)
+    if (coef < 0) return std::nullopt;  // flipped views: GEMM libraries take no negative strides
+  return l;
+}
+
+// The kernel-level expression of Tensor::gelu(true) applied to an f32 LOAD: matched node by node
+// against a kernel's epilogue, the LOAD standing for the pre-activation value.
+struct GeluTemplate {
+  NodeRef expr, input;
+};
+
+const GeluTemplate& gelu_template() {
+  static const GeluTemplate t = [] {
+    // a stand-in buffer (id -1 is never a real buffer's)
+    Tensor x(ir::make(Op::BUFFER, DType::F32, {2}, {}, {-1, Device::cpu().code()}));
+    Tensor y = x.gelu(true);
+    Schedule s = make_schedule(ir::rewrite_graph({y.node()}));
+    const NodeRef& store = s.kernels.at(0).ast->src.at(0);
+    GeluTemplate g{store->src[2], nullptr};
+    for (auto& n : ir::toposort({g.expr}))
+      if (n->op == Op::LOAD) g.input = n;
+    return g;
+  }();
+  return t;
+}
+
+// Whether `v` is the template with its input replaced by one expression (bound into `x`).
+bool unify(const NodeRef& t, const NodeRef& v, const NodeRef& input, NodeRef& x,
+           std::set<std::pair<const ir::Node*, const ir::Node*>>& done) {
+  if (t == input) {
+    if (x && x != v) return false;
+    x = v;
+    return true;
+  }
+  if (done.count({t.get(), v.get()})) return true;
+  if (t->op != v->op || t->dtype != v->dtype || t->arg != v->arg || t->fval != v->fval ||
+      t->src.size() != v->src.size())
+    return false;
+  for (size_t i = 0; i < t->src.size(); i++)
+    if (!unify(t->src[i], v->src[i], input, x, done)) return false;
+  done.insert({t.get(), v.get()});
+  return true;
+}
+
+// gelu(x) -> x, else nullptr
+NodeRef gelu_input(const NodeRef& v) {
+  const GeluTemplate& g = gelu_template();
+  NodeRef x;
+  std::set<std::pair<const ir::Node*, const ir::Node*>> done;
+  return unify(g.expr, v, g.input, x, done) ? x : nullptr;
+}
+
+bool plain_load(const NodeRef& n) { return n->op == Op::LOAD && n->src.size() == 2; }
+
+// One GEMM dim made of several loop ranges nested contiguously in every operand that reads them.
+struct Dim {
+  int64_t size = 1;
+  std::vector<int64_t> ranges;  // outermost first
+};
+
+// Orders `ranges` by their stride in C (outermost first) and checks that they nest: for each pair,
+// stride(outer) == size(inner) * stride(inner) in every one of `uses`.
+bool merge(std::vector<int64_t> ranges, const std::map<int64_t, int64_t>& sizes, const Linear& c,
+           const std::vector<const Linear*>& uses, Dim& out) {
+  std::sort(ranges.begin(), ranges.end(), [&](int64_t a, int64_t b) { return c.at(a) > c.at(b); });
+  out = Dim{1, ranges};
+  for (size_t i = 0; i < ranges.size(); i++) {
+    out.size *= sizes.at(ranges[i]);
+    if (i == 0) continue;
+    for (const Linear* u : uses)
+      if (u->at(ranges[i - 1]) != sizes.at(ranges[i]) * u->at(ranges[i])) return false;
+  }
+  return true;
+}
+int64_t stride(const Dim& d, const Linear& l) { return d.ranges.empty() ? 0 : l.at(d.ranges.back()); }
+
+struct Operand {
+  NodeRef load;
+  Linear idx;
+};
+
+// The GEMM with `a` as A and `b` as B, or nullopt when the loops do not fit that reading.
+std::optional<GemmDesc> layout(const Operand& a, const Operand& b, const Linear& c, int64_t k_range,
+                               const std::map<int64_t, int64_t>& sizes) {
+  std::vector<int64_t> m_ranges, n_ranges, batch_ranges;
+  for (auto& [r, coef] : c.coef) {
+    bool in_a = a.idx.at(r) != 0, in_b = b.idx.at(r) != 0;
+    (in_a && in_b ? batch_ranges : in_a ? m_ranges : in_b ? n_ranges : batch_ranges).push_back(r);
+    if (!in_a && !in_b) return std::nullopt;  // C repeats along a dim no operand reads
+  }
+  // outer M (N) ranges that do not nest with the rest become batch dims B (A) does not read
+  Dim m, n, batch;
+  while (!merge(m_ranges, sizes, c, {&c, &a.idx}, m)) {
+    batch_ranges.push_back(m.ranges.front());
+    m_ranges.erase(std::find(m_ranges.begin(), m_ranges.end(), m.ranges.front()));
+  }
+  while (!merge(n_ranges, sizes, c, {&c, &b.idx}, n)) {
+    batch_ranges.push_back(n.ranges.front());
+    n_ranges.erase(std::find(n_ranges.begin(), n_ranges.end(), n.ranges.front()));
+  }
+  if (!merge(batch_ranges, sizes, c, {&c, &a.idx, &b.idx}, batch)) return std::nullopt;
+  GemmDesc d;
+  d.m = m.size;
+  d.n = n.size;
+  d.k = sizes.at(k_range);
+  d.batch = batch.size;
+  int64_t a_m = stride(m, a.idx), a_k = a.idx.at(k_range), b_k = b.idx.at(k_range), b_n = stride(n, b.idx);
+  int64_t c_m = stride(m, c), c_n = stride(n, c);
+  if (a_k == 1 && (d.m == 1 || a_m >= d.k)) {
+    d.lda = d.m == 1 ? d.k : a_m;
+  } else if ((a_m == 1 || d.m == 1) && a_k >= d.m) {
+    d.trans_a = true;
+    d.lda = a_k;
+  } else {
+    return std::nullopt;
+  }
+  if ((b_n == 1 || d.n == 1) && b_k >= d.n) {
+    d.ldb = b_k;
+  } else if (b_k == 1 && (d.n == 1 || b_n >= d.k)) {
+    d.trans_b = true;
+    d.ldb = d.n == 1 ? d.k : b_n;
+  } else {
+    return std::nullopt;
+  }
+  if (!(c_n == 1 || d.n == 1)) return std::nullopt;
+  d.ldc = d.m == 1 ? d.n : c_m;
+  if (d.ldc < d.n) return std::nullopt;
+  if (d.batch > 1) {
+    d.stride_a = stride(batch, a.idx);
+    d.stride_b = stride(batch, b.idx);
+    d.stride_c = stride(batch, c);
+    if (d.stride_c < d.m * d.ldc) return std::nullopt;  // interleaved outputs
+  }
+  d.a_type = a.load->dtype;
+  d.b_type = b.load->dtype;
+  return d;
+}
+
+}  // namespace
+
+std::optional<MatchedMatmul> match_matmul(const Kernel& k) {
+  const NodeRef& sink = k.ast;
+  if (k.outputs.size() != 1 || sink->op != Op::SINK || sink->src.size() != 1) return std::nullopt;
+  const NodeRef& store = sink->src[0];
+  if (store->op != Op::STORE || store->src.size() != 3) return std::nullopt;
+  DType out = store->src[2]->dtype;
+  if (!gemm_float(out)) return std::nullopt;
+
+  // epilogue, outside in: [cast] [gelu] [+ bias] sum
+  GemmEpilogue epi = GemmEpilogue::None;
+  NodeRef v = strip_casts(store->src[2], out), bias;
+  if (NodeRef x = gelu_input(v)) {
+    epi = GemmEpilogue::Gelu;
+    v = strip_casts(x, out);
+  }
+  if (v->op == Op::ADD) {
+    for (int i = 0; i < 2 && !bias; i++) {
+      NodeRef sum = strip_casts(v->src[i], out), other = strip_casts(v->src[1 - i], out);
+      if (sum->op == Op::REDUCE && plain_load(other) && other->dtype == out) {
+        bias = other;
+        v = sum;
+      }
+    }
+    if (!bias) return std::nullopt;
+    epi = epi == GemmEpilogue::Gelu ? GemmEpilogue::BiasGelu : GemmEpilogue::Bias;
+  }
+  // sum_k A * B in f32 over one reduce loop
+  if (v->op != Op::REDUCE || v->dtype != DType::F32 || v->arg.at(0) != static_cast<int64_t>(Op::ADD) ||
+      v->src.size() != 2 || v->src[1]->op != Op::RANGE)
+    return std::nullopt;
+  int64_t k_range = v->src[1]->ival();
+  NodeRef prod = strip_casts(v->src[0], out);
+  if (prod->op != Op::MUL) return std::nullopt;
+  Operand p{strip_casts(prod->src[0], out), {}}, q{strip_casts(prod->src[1], out), {}};
+  if (!plain_load(p.load) || !plain_load(q.load) || p.load->dtype != q.load->dtype ||
+      !gemm_float(p.load->dtype))
+    return std::nullopt;
+  if (prod->dtype != DType::F32 && prod->dtype != p.load->dtype) return std::nullopt;
+
+  // loops
+  std::map<int64_t, NodeRef> ranges;
+  auto c = linear(store->src[1], ranges);
+  auto pi = linear(p.load->src[1], ranges), qi = linear(q.load->src[1], ranges);
+  if (!c || !pi || !qi || c->offset != 0) return std::nullopt;
+  p.idx = *pi;
+  q.idx = *qi;
+  std::map<int64_t, int64_t> sizes;
+  for (auto& [id, r] : ranges) {
+    bool reduce = r->arg.at(2) == ir::kReduceRange;
+    if (reduce != (id == k_range)) return std::nullopt;  // another reduce loop, or k used as an output loop
+    sizes[id] = r->arg.at(1);
+  }
+  if (c->coef.count(k_range) || !p.idx.coef.count(k_range) || !q.idx.coef.count(k_range)) return std::nullopt;
+  std::optional<Linear> bias_idx;
+  if (bias && !(bias_idx = linear(bias->src[1], ranges))) return std::nullopt;
+  if (ranges.size() != sizes.size()) return std::nullopt;  // the bias reads loops the product does not
+
+  // Which load is A: the reading that gives a valid layout and a bias along N.
+  for (int swap = 0; swap < 2; swap++) {
+    const Operand& a = swap ? q : p;
+    const Operand& b = swap ? p : q;
+    std::optional<GemmDesc> d = layout(a, b, *c, k_range, sizes);
+    if (!d || (d->m == 1 && d->n == 1)) continue;  // a batch of dot products is a reduction, not a GEMM
+    if (bias) {                                    // bias[n]: stride 1 along N (in C's order), no other loop
+      bool ok = true;
+      for (auto& [r, coef] : bias_idx->coef) ok &= b.idx.at(r) != 0 && a.idx.at(r) == 0;
+      int64_t expect = 1;
+      std::vector<std::pair<int64_t, int64_t>> by_c;  // (stride in C, range)
+      for (auto& [r, coef] : bias_idx->coef) by_c.push_back({c->at(r), r});
+      std::sort(by_c.begin(), by_c.end());
+      for (auto& [cs, r] : by_c) {
+        ok &= bias_idx->at(r) == expect && cs == expect;
+        expect *= sizes.at(r);
+      }
+      ok &= expect == d->n;
+      if (!ok) continue;
+    }
+    d->c_type = out;
+    d->epilogue = epi;
+    MatchedMatmul m;
+    m.desc = *d;
+    auto input = [&](const NodeRef& load) { return static_cast<int>(load->src[0]->ival()) - 1; };
+    m.a_input = input(a.load);
+    m.b_input = input(b.load);
+    m.a_offset = a.idx.offset;
+    m.b_offset = b.idx.offset;
+    if (bias) {
+      m.bias_input = input(bias);
+      m.bias_offset = bias_idx->offset;
+    }
+    return m;
+  }
+  return std::nullopt;
+}
+
+}  // namespace kiln::schedule

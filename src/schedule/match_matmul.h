@@ -1,0 +1,35 @@
+// Recognizes kernels that are (batched) matrix multiplies a GEMM library can run:
+//   C[b, m, n] = out( epilogue( sum_k A[b, m, k] * B[b, k, n] (+ bias[n]) ) )
+// where A and B are plain strided loads of input buffers (one of each operand's two inner dims
+// contiguous), each optionally cast to f32 before or after the multiply, the sum accumulates in f32,
+// the epilogue is nothing, + bias[n], gelu (kiln's Tensor::gelu(true), tanh approximation) or
+// gelu(x + bias[n]), and `out` is an optional cast to the output dtype (f32, f16, bf16). Casts
+// between the steps that round to the output dtype are accepted (the library keeps f32 there, so
+// its result is at least as accurate as the kernel's).
+//
+// Several output dims can form one GEMM dim when they are nested contiguously in every operand
+// (e.g. x.matmul(w) with x (B, M, K) and w (K, N) is one (B*M) x K times K x N GEMM); a dim read by
+// A and B both is a batch dim; an outer dim that only A (or only B) reads and that cannot be merged
+// becomes a batch dim with stride 0 in the other operand.
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "runtime/cuda/gemm_desc.h"
+#include "schedule/schedule.h"
+
+namespace kiln::schedule {
+
+struct MatchedMatmul {
+  runtime::cuda::GemmDesc desc;  // allow_tf32 is left false: the caller decides
+  // Which of Kernel::inputs hold A, B and the bias (-1: no bias), and the element offset of each
+  // operand's first element in its buffer (views such as slices start inside a buffer).
+  int a_input = -1, b_input = -1, bias_input = -1;
+  int64_t a_offset = 0, b_offset = 0, bias_offset = 0;
+};
+
+// The GEMM kernel k computes, or nullopt when it is anything else (elementwise, a reduction that is
+// not a matmul, a matmul with fused work a GEMM epilogue cannot express, several outputs ...).
+std::optional<MatchedMatmul> match_matmul(const Kernel& k);
+
+}  // namespace kiln::schedule

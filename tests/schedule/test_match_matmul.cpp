@@ -1,0 +1,296 @@
+// Matmul recognition on kernel ASTs: the descriptor's fields for each way kiln writes a matmul, a
+// check that the descriptor reads the kernel's buffers as the kernel does (a float64 GEMM over the
+// matched strides against the realized result), and kernels that must not match.
+#include <gtest/gtest.h>
+#include <kiln/kiln.h>
+
+#include <cmath>
+
+#include "gemm_reference.h"
+#include "helpers.h"
+#include "ir/graph_rewrite.h"
+#include "runtime/buffer.h"
+#include "schedule/match_matmul.h"
+
+using namespace kiln;
+using namespace kiln::testing;
+using runtime::cuda::GemmDesc;
+using runtime::cuda::GemmEpilogue;
+using schedule::MatchedMatmul;
+
+namespace {
+
+std::vector<schedule::Kernel> kernels_of(const Tensor& t) {
+  return schedule::make_schedule(ir::rewrite_graph({t.node()})).kernels;
+}
+
+// The single kernel computing t (inputs already realized), matched; fails the test when t takes
+// several kernels or the kernel is not recognized.
+std::optional<MatchedMatmul> match(const Tensor& t) {
+  auto ks = kernels_of(t);
+  EXPECT_EQ(ks.size(), 1u) << "expected one kernel";
+  if (ks.size() != 1) return std::nullopt;
+  return schedule::match_matmul(ks[0]);
+}
+
+// Runs the matched GEMM in float64 on the kernel's input buffers and compares with t realized.
+void expect_same_values(const Tensor& t, const MatchedMatmul& m) {
+  schedule::Kernel k = kernels_of(t).at(0);
+  auto reader = [&](int input, int64_t offset) -> ElementReader {
+    if (input < 0) return [](int64_t) { return 0.0; };
+    std::shared_ptr<Buffer> buf = k.inputs.at(static_cast<size_t>(input))->buffer;
+    return [buf, offset](int64_t e) { return buf->get_f(offset + e); };
+  };
+  GemmReference want = reference_gemm(m.desc, reader(m.a_input, m.a_offset), reader(m.b_input, m.b_offset),
+                                      reader(m.bias_input, m.bias_offset));
+  std::vector<double> got = t.to_vector<double>();
+  ASSERT_EQ(got.size(), want.c.size());
+  double rel = t.dtype() == DType::F32 ? 1e-5 : 1e-2;
+  int bad = 0;
+  for (size_t i = 0; i < got.size() && bad < 5; i++) {
+    double tol = rel * (want.scale[i] + std::fabs(want.c[i])) + 1e-6;
+    if (std::fabs(got[i] - want.c[i]) > tol) {
+      ADD_FAILURE() << "element " << i << ": kernel " << got[i] << ", GEMM over the matched strides "
+                    << want.c[i];
+      bad++;
+    }
+  }
+}
+
+Tensor rnd(Shape s, DType t, uint64_t seed) { return random_tensor(s, t, -1, 1, seed); }
+
+void expect_plain(const GemmDesc& d, int64_t m, int64_t n, int64_t k) {
+  EXPECT_EQ(d.m, m);
+  EXPECT_EQ(d.n, n);
+  EXPECT_EQ(d.k, k);
+  EXPECT_EQ(d.batch, 1);
+  EXPECT_FALSE(d.allow_tf32);
+}
+
+}  // namespace
+
+TEST(MatchMatmul, GeluTemplateIsOneKernel) {
+  Tensor x = rnd({4, 8}, DType::F32, 1);
+  EXPECT_EQ(kernels_of(x.gelu(true)).size(), 1u);
+}
+
+TEST(MatchMatmul, F32) {
+  Tensor x = rnd({8, 16}, DType::F32, 1), w = rnd({16, 12}, DType::F32, 2);
+  Tensor y = x.matmul(w);
+  auto m = match(y);
+  ASSERT_TRUE(m);
+  expect_plain(m->desc, 8, 12, 16);
+  EXPECT_FALSE(m->desc.trans_a);
+  EXPECT_FALSE(m->desc.trans_b);
+  EXPECT_EQ(m->desc.lda, 16);
+  EXPECT_EQ(m->desc.ldb, 12);
+  EXPECT_EQ(m->desc.ldc, 12);
+  EXPECT_EQ(m->desc.a_type, DType::F32);
+  EXPECT_EQ(m->desc.c_type, DType::F32);
+  EXPECT_EQ(m->desc.epilogue, GemmEpilogue::None);
+  EXPECT_EQ(m->a_input, 0);
+  EXPECT_EQ(m->b_input, 1);
+  EXPECT_EQ(m->bias_input, -1);
+  expect_same_values(y, *m);
+}
+
+TEST(MatchMatmul, BF16) {
+  Tensor x = rnd({8, 16}, DType::BF16, 3), w = rnd({16, 12}, DType::BF16, 4);
+  Tensor y = x.matmul(w);
+  auto m = match(y);
+  ASSERT_TRUE(m);
+  expect_plain(m->desc, 8, 12, 16);
+  EXPECT_EQ(m->desc.a_type, DType::BF16);
+  EXPECT_EQ(m->desc.b_type, DType::BF16);
+  EXPECT_EQ(m->desc.c_type, DType::BF16);
+  expect_same_values(y, *m);
+}
+
+TEST(MatchMatmul, F16InputsCastToF32) {
+  Tensor x = rnd({8, 16}, DType::F16, 5), w = rnd({16, 12}, DType::F16, 6);
+  Tensor y = x.to(DType::F32).matmul(w.to(DType::F32));
+  auto m = match(y);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->desc.a_type, DType::F16);
+  EXPECT_EQ(m->desc.c_type, DType::F32);
+  expect_same_values(y, *m);
+}
+
+TEST(MatchMatmul, TransposedB) {
+  Tensor x = rnd({8, 16}, DType::F32, 7), w = rnd({12, 16}, DType::F32, 8);
+  Tensor y = x.matmul(w.transpose(0, 1));
+  auto m = match(y);
+  ASSERT_TRUE(m);
+  expect_plain(m->desc, 8, 12, 16);
+  EXPECT_FALSE(m->desc.trans_a);
+  EXPECT_TRUE(m->desc.trans_b);
+  EXPECT_EQ(m->desc.ldb, 16);
+  expect_same_values(y, *m);
+}
+
+TEST(MatchMatmul, TransposedA) {
+  Tensor x = rnd({16, 8}, DType::F32, 9), w = rnd({16, 12}, DType::F32, 10);
+  Tensor y = x.transpose(0, 1).matmul(w);
+  auto m = match(y);
+  ASSERT_TRUE(m);
+  expect_plain(m->desc, 8, 12, 16);
+  EXPECT_TRUE(m->desc.trans_a);
+  EXPECT_FALSE(m->desc.trans_b);
+  EXPECT_EQ(m->desc.lda, 8);
+  expect_same_values(y, *m);
+}
+
+TEST(MatchMatmul, BothTransposed) {
+  Tensor x = rnd({16, 8}, DType::BF16, 11), w = rnd({12, 16}, DType::BF16, 12);
+  Tensor y = x.t().matmul(w.t());
+  auto m = match(y);
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->desc.trans_a);
+  EXPECT_TRUE(m->desc.trans_b);
+  expect_same_values(y, *m);
+}
+
+TEST(MatchMatmul, Batched) {
+  Tensor x = rnd({3, 8, 16}, DType::F32, 13), w = rnd({3, 16, 12}, DType::F32, 14);
+  Tensor y = x.matmul(w);
+  auto m = match(y);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->desc.batch, 3);
+  EXPECT_EQ(m->desc.m, 8);
+  EXPECT_EQ(m->desc.n, 12);
+  EXPECT_EQ(m->desc.k, 16);
+  EXPECT_EQ(m->desc.stride_a, 8 * 16);
+  EXPECT_EQ(m->desc.stride_b, 16 * 12);
+  EXPECT_EQ(m->desc.stride_c, 8 * 12);
+  expect_same_values(y, *m);
+}
+
+TEST(MatchMatmul, BatchedTransposedB) {  // attention scores: q k^T per head
+  Tensor q = rnd({2, 3, 8, 16}, DType::BF16, 15), k = rnd({2, 3, 10, 16}, DType::BF16, 16);
+  Tensor y = q.matmul(k.transpose(-1, -2));
+  auto m = match(y);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->desc.batch, 6);
+  EXPECT_TRUE(m->desc.trans_b);
+  expect_same_values(y, *m);
+}
+
+TEST(MatchMatmul, BroadcastWeightFoldsBatchIntoM) {
+  Tensor x = rnd({3, 8, 16}, DType::F32, 17), w = rnd({16, 12}, DType::F32, 18);
+  Tensor y = x.matmul(w);
+  auto m = match(y);
+  ASSERT_TRUE(m);
+  expect_plain(m->desc, 24, 12, 16);
+  expect_same_values(y, *m);
+}
+
+TEST(MatchMatmul, BroadcastLeftOperandIsABatchWithStrideZero) {
+  Tensor x = rnd({8, 16}, DType::F32, 19), w = rnd({3, 16, 12}, DType::F32, 20);
+  Tensor y = x.matmul(w);
+  auto m = match(y);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->desc.batch, 3);
+  EXPECT_EQ(m->desc.stride_a, 0);
+  expect_same_values(y, *m);
+}
+
+TEST(MatchMatmul, SlicedOperandHasAnOffset) {
+  Tensor x = rnd({8, 20}, DType::F32, 21), w = rnd({16, 12}, DType::F32, 22);
+  Tensor y = x.narrow(1, 4, 16).matmul(w);
+  auto m = match(y);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->a_offset, 4);
+  EXPECT_EQ(m->desc.lda, 20);
+  expect_same_values(y, *m);
+}
+
+TEST(MatchMatmul, LinearWithBias) {
+  nn::Linear lin(16, 12);
+  Tensor x = rnd({8, 16}, DType::F32, 23);
+  Tensor y = lin->forward(x);
+  auto m = match(y);
+  ASSERT_TRUE(m);
+  expect_plain(m->desc, 8, 12, 16);
+  EXPECT_TRUE(m->desc.trans_b);  // weight is (out, in)
+  EXPECT_EQ(m->desc.epilogue, GemmEpilogue::Bias);
+  EXPECT_GE(m->bias_input, 0);
+  expect_same_values(y, *m);
+}
+
+TEST(MatchMatmul, LinearGelu) {
+  Tensor x = rnd({2, 8, 16}, DType::F32, 24), w = rnd({12, 16}, DType::F32, 25),
+         b = rnd({12}, DType::F32, 26);
+  Tensor y = (x.matmul(w.t()) + b).gelu(true);
+  auto m = match(y);
+  ASSERT_TRUE(m);
+  expect_plain(m->desc, 16, 12, 16);
+  EXPECT_EQ(m->desc.epilogue, GemmEpilogue::BiasGelu);
+  expect_same_values(y, *m);
+}
+
+TEST(MatchMatmul, LinearGeluBF16) {
+  Tensor x = rnd({8, 16}, DType::BF16, 27), w = rnd({12, 16}, DType::BF16, 28),
+         b = rnd({12}, DType::BF16, 29);
+  Tensor y = (x.matmul(w.t()) + b).gelu(true);
+  auto m = match(y);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->desc.epilogue, GemmEpilogue::BiasGelu);
+  EXPECT_EQ(m->desc.c_type, DType::BF16);
+  expect_same_values(y, *m);
+}
+
+TEST(MatchMatmul, GeluWithoutBias) {
+  Tensor x = rnd({8, 16}, DType::F32, 30), w = rnd({16, 12}, DType::F32, 31);
+  Tensor y = x.matmul(w).gelu(true);
+  auto m = match(y);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->desc.epilogue, GemmEpilogue::Gelu);
+  EXPECT_EQ(m->bias_input, -1);
+  expect_same_values(y, *m);
+}
+
+TEST(MatchMatmul, BiasFirstInTheSum) {
+  Tensor x = rnd({8, 16}, DType::F32, 32), w = rnd({16, 12}, DType::F32, 33), b = rnd({12}, DType::F32, 34);
+  Tensor y = b + x.matmul(w);
+  auto m = match(y);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->desc.epilogue, GemmEpilogue::Bias);
+  expect_same_values(y, *m);
+}
+
+// --- kernels that are not GEMMs ---
+
+TEST(MatchMatmul, RejectsSum) {
+  Tensor x = rnd({8, 16}, DType::F32, 40);
+  for (auto& k : kernels_of(x.sum(1))) EXPECT_FALSE(schedule::match_matmul(k));
+  for (auto& k : kernels_of((x * x).sum(1))) EXPECT_FALSE(schedule::match_matmul(k));  // row dot products
+}
+
+TEST(MatchMatmul, RejectsSoftmax) {
+  Tensor x = rnd({8, 16}, DType::F32, 41);
+  for (auto& k : kernels_of(x.softmax(1))) EXPECT_FALSE(schedule::match_matmul(k));
+}
+
+TEST(MatchMatmul, RejectsElementwise) {
+  Tensor x = rnd({8, 16}, DType::F32, 42), y = rnd({8, 16}, DType::F32, 43);
+  for (auto& k : kernels_of((x * y + 1).exp())) EXPECT_FALSE(schedule::match_matmul(k));
+}
+
+TEST(MatchMatmul, RejectsExtraWorkAfterTheMatmul) {
+  Tensor x = rnd({8, 16}, DType::F32, 44), w = rnd({16, 12}, DType::F32, 45), b = rnd({12}, DType::F32, 46);
+  Tensor full = rnd({8, 12}, DType::F32, 47);
+  EXPECT_FALSE(match(x.matmul(w) * 2.0));
+  EXPECT_FALSE(match(x.matmul(w) * full));
+  EXPECT_FALSE(match(x.matmul(w) + full));             // not a bias along n
+  EXPECT_FALSE(match(x.matmul(w).gelu(true) + b));     // bias after the activation
+  EXPECT_FALSE(match((x.matmul(w) + b).relu()));       // no ReLU epilogue here
+  EXPECT_FALSE(match((x.matmul(w) + b).gelu(false)));  // erf gelu is not cuBLASLt's
+  EXPECT_FALSE(match((x.matmul(w) + b).gelu(true) * 2.0));
+}
+
+TEST(MatchMatmul, RejectsProductsThatAreNotMatmuls) {
+  Tensor x = rnd({8, 16}, DType::F32, 48), w = rnd({16, 12}, DType::F32, 49);
+  EXPECT_FALSE(match((x.unsqueeze(-1) * w.unsqueeze(0) * 2.0).sum(1)));  // three factors
+  EXPECT_FALSE(match((x.exp().unsqueeze(-1) * w.unsqueeze(0)).sum(1)));  // an operand is computed
+  EXPECT_FALSE(match(x.flip({1}).matmul(w)));                            // a negative stride
+}
