@@ -46,7 +46,8 @@ Loaded load() {
   std::string tried;
   a.libcuda = open_first({"libcuda.so.1", "libcuda.so"}, tried);
   if (!a.libcuda) {
-    r.why = "the CUDA driver library is not installed (tried " + tried + "): no NVIDIA GPU driver on this machine";
+    r.why = "the CUDA driver library is not installed (tried " + tried +
+            "): no NVIDIA GPU driver on this machine";
     return r;
   }
   std::string missing;
@@ -86,6 +87,9 @@ Loaded load() {
   bind(cu, a.cuModuleGetFunction, "cuModuleGetFunction", missing);
   bind(cu, a.cuFuncSetAttribute, "cuFuncSetAttribute", missing);
   bind(cu, a.cuLaunchKernel, "cuLaunchKernel", missing);
+  a.cuStreamQuery = reinterpret_cast<decltype(a.cuStreamQuery)>(dlsym(cu, "cuStreamQuery"));
+  a.cuLaunchCooperativeKernel =
+      reinterpret_cast<decltype(a.cuLaunchCooperativeKernel)>(dlsym(cu, "cuLaunchCooperativeKernel"));
   bind(cu, a.cuStreamBeginCapture, "cuStreamBeginCapture_v2", missing);
   bind(cu, a.cuStreamEndCapture, "cuStreamEndCapture", missing);
   bind(cu, a.cuGraphInstantiate, "cuGraphInstantiateWithFlags", missing);
@@ -99,9 +103,10 @@ Loaded load() {
   std::string nv_tried;
   // the loader path, then the toolkit's usual homes (KILN_NVRTC names a library explicitly)
   std::string home = env("CUDA_HOME").empty() ? env("CUDA_PATH") : env("CUDA_HOME");
-  a.libnvrtc = open_first({env("KILN_NVRTC"), "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
-                           home.empty() ? "" : home + "/lib64/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"},
-                          nv_tried);
+  a.libnvrtc =
+      open_first({env("KILN_NVRTC"), "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+                  home.empty() ? "" : home + "/lib64/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"},
+                 nv_tried);
   if (!a.libnvrtc) {
     r.why = "NVRTC (the runtime CUDA compiler) is not installed (tried " + nv_tried + ")";
     return r;
