@@ -45,7 +45,8 @@ struct alignas(16) Vec16 {
 }  // namespace kiln::tile::cuda
 
 __shared__ kiln::tile::cuda::BlockState kiln_tile_block;
-extern __shared__ unsigned char kiln_tile_smem[];  // CB rings and their mbarriers (host layout)
+// CB rings and their mbarriers (host layout); aligned for mbarriers (8) and 16-byte copies
+extern __shared__ __align__(128) unsigned char kiln_tile_smem[];
 
 namespace kiln::tile::cuda {
 
@@ -62,10 +63,12 @@ inline int role_rank() {
 inline int role_size() { return is_compute() ? kComputeThreads : 32; }
 inline bool leader() { return role_rank() == 0; }
 
-// A barrier over the calling role's threads; orders their shared and global accesses.
+// A barrier over the calling role's threads; orders their shared and global accesses. Named
+// barrier 1 for the compute warps (0 is __syncthreads), non-.aligned because the leader may arrive
+// from a different branch than the rest of its warp.
 inline void role_sync() {
   if (is_compute() && kComputeThreads > 32)
-    asm volatile("bar.sync 1, %0;" ::"r"(kComputeThreads) : "memory");
+    asm volatile("barrier.sync 1, %0;" ::"r"(kComputeThreads) : "memory");
   else
     __syncwarp();
 }
