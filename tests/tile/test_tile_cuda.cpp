@@ -270,11 +270,12 @@ std::vector<Case> cases() {
                  p.cb("u_cb", 2, 2, DType::F32);
                  return p;
                }});
-  v.push_back({"matmul_single_core", {"y"}, 1e-5, 1e-5, [](Device d) {
+  // f32 sums of 128 products: the GPU contracts them into FMAs, the CPU may not
+  v.push_back({"matmul_single_core", {"y"}, 1e-4, 1e-4, [](Device d) {
                  return matmul_program(on(tile_input({64, 128}, 51), d), on(tile_input({128, 96}, 52), d), 1,
                                        1, 1, 1, DType::F32);
                }});
-  v.push_back({"matmul_multi_core_blocks", {"y"}, 1e-5, 1e-5, [](Device d) {
+  v.push_back({"matmul_multi_core_blocks", {"y"}, 1e-4, 1e-4, [](Device d) {
                  return matmul_program(on(tile_input({128, 128}, 53), d), on(tile_input({128, 128}, 54), d),
                                        3, 2, 2, 1, DType::F32);
                }});
@@ -395,9 +396,9 @@ TEST(TileCuda, SecondLaunchCompilesNothing) {
   Program p = add_program(on(a, d), on(b, d), 2, 1, 1, DType::F32);
   p.set_runtime_args(0, {0, 1, 0, 2}).set_runtime_args(1, {1, 1, 0, 2});
   p.run();
+  Tensor a2 = tile_input({64, 64}, 14), a2_gpu = on(a2, d);
   int64_t compiles = stats().compiler_invocations, hits = stats().memory_cache_hits;
-  Tensor a2 = tile_input({64, 64}, 14);
-  p.input("a", on(a2, d)).set_runtime_args(0, {0, 2, 0, 1}).set_runtime_args(1, {0, 2, 1, 1});
+  p.input("a", a2_gpu).set_runtime_args(0, {0, 2, 0, 1}).set_runtime_args(1, {0, 2, 1, 1});
   p.run();
   EXPECT_EQ(stats().compiler_invocations, compiles);
   EXPECT_EQ(stats().memory_cache_hits, hits + 1);
