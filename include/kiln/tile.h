@@ -63,12 +63,17 @@ class Program {
   Program& roles(std::vector<std::string> data_movement, std::string compute);
 
   // Compiles the kernel if this exact program was not compiled before (in memory or on disk),
-  // then runs every core; throws kiln::Error on a compile error or a failed debug check.
+  // then runs every core; throws kiln::Error on a compile error or a failed debug check. The
+  // program runs where its inputs are: on the CPU, or on the GPU that holds them (core = thread
+  // block; outputs are then on that GPU too; a GPU deadlock is reported after KILN_TILE_TIMEOUT_MS,
+  // default 2000).
   void run();
   // An output's value after run().
   Tensor result(const std::string& name) const;
   // The full C++ source handed to the compiler (prelude + kernel + entry point).
   std::string generated_source() const;
+  // The full CUDA C++ NVRTC compiles when the program runs on a GPU (kernel headers pasted in).
+  std::string generated_cuda_source() const;
 
   struct Desc;  // everything declared (src/tile/program_desc.h)
 

@@ -1,6 +1,7 @@
-// Turns a tile Program's declarations into the C++ the compiler sees: a prelude of constexpr
+// Turns a tile Program's declarations into the C++ the compiler sees: a prelude of constant
 // handles (CBs, accessors, semaphores, constants) and typed runtime args, the kernel source under
-// #line, and the entry point that hands the runtime table in and the role functions out.
+// #line, and the entry point: on the CPU a function that hands the runtime table in and the role
+// functions out; on CUDA a __global__ kernel that runs each role on its warps (cuda_device.h).
 #include <string>
 
 #include "tile/program_desc.h"
@@ -19,35 +20,53 @@ std::string quoted(const std::string& s) {
 
 }  // namespace
 
-std::string generate_source(const Program::Desc& d) {
+std::string generate_source(const Program::Desc& d, Target target) {
+  const bool cuda = target == Target::Cuda;
   std::string s = "// kiln tile program '" + d.name + "' (generated)\n";
   s += "#define KILN_TILE_GRID_2D " + std::string(d.grid.is_2d ? "1" : "0") + "\n";
   s += "#define KILN_TILE_GRID_ROWS " + std::to_string(d.grid.rows) + "\n";
   s += "#define KILN_TILE_GRID_COLS " + std::to_string(d.grid.cols) + "\n";
+  if (cuda) {
+    s += "#define KILN_TILE_CUDA 1\n";
+    s += "#define KILN_TILE_COMPUTE_WARPS " + std::to_string(kCudaComputeWarps) + "\n";
+    s += "#define KILN_TILE_DM_ROLES " + std::to_string(d.dm_roles.size()) + "\n";
+  }
   s += "#include <kiln/tile/kernel.h>\nusing namespace kiln::tile;\n";
+  // handles are objects kernels call members on: device code may only name device variables
+  const std::string handle = cuda ? "__device__ const " : "constexpr ";
   for (auto& [name, v] : d.constants)
     s += "constexpr long long " + name + " = " + std::to_string(v) + "LL;\n";
   for (size_t i = 0; i < d.tensors.size(); i++) {
     auto& t = d.tensors[i];
-    s += "constexpr Accessor<" + std::string(element_type(t.dtype)) +
+    s += handle + "Accessor<" + std::string(element_type(t.dtype)) +
          ", Indexing::" + (t.indexing == Indexing::Tiles ? "Tiles" : "Elements") + "> " + t.name + "{" +
          std::to_string(i) + "};\n";
   }
   for (size_t i = 0; i < d.cbs.size(); i++) {
     auto& c = d.cbs[i];
-    s += "constexpr CB<" + std::string(element_type(c.dtype)) + ", " + std::to_string(c.rows) + ", " +
+    s += handle + "CB<" + std::string(element_type(c.dtype)) + ", " + std::to_string(c.rows) + ", " +
          std::to_string(c.cols) + "> " + c.name + "{" + std::to_string(i) + "};\n";
   }
   for (size_t i = 0; i < d.semaphores.size(); i++)
-    s += "constexpr Semaphore " + d.semaphores[i] + "{" + std::to_string(i) + "};\n";
+    s += handle + "Semaphore " + d.semaphores[i] + "{" + std::to_string(i) + "};\n";
   // runtime args: one long long each, in declaration order (the backend passes an array)
   s += "struct KilnArgs {\n";
   for (auto& a : d.arg_names) s += "  long long " + a + ";\n";
-  s += "};\nstatic const KilnArgs& args() { return *reinterpret_cast<const "
-       "KilnArgs*>(kiln::tile::detail::rt->args()); "
-       "}\n";
+  s += "};\nstatic const KilnArgs& args() { return *reinterpret_cast<const KilnArgs*>(";
+  s += cuda ? "kiln::tile::cuda::args()" : "kiln::tile::detail::rt->args()";
+  s += "); }\n";
   s += "#line 1 " + quoted(d.file) + "\n" + d.source + "\n";
   s += "#line 1 \"<kiln tile entry>\"\n";
+  if (cuda) {
+    s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(cuda_threads(d)) + ") " +
+         std::string(kCudaEntry) + "(const kiln::tile::cuda_abi::Params* params) {\n";
+    s += "  kiln::tile::cuda::block_start(params);\n";
+    s += "  const int role = kiln::tile::cuda::role();\n";
+    for (size_t r = 0; r < d.dm_roles.size(); r++)
+      s += "  if (role == " + std::to_string(r) + ") " + d.dm_roles[r] + "();\n";
+    s += "  if (role == " + std::to_string(d.dm_roles.size()) + ") " + d.compute_role + "();\n}\n";
+    return s;
+  }
   s += "extern \"C\" int kiln_tile_entry(const kiln::tile::abi::Runtime* rt, kiln::tile::abi::RoleFn* roles) "
        "{\n";
   s += "  kiln::tile::detail::rt = rt;\n";

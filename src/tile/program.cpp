@@ -1,8 +1,10 @@
 // tile::Program: the host-side declarations of a tile program (tensors, CBs, semaphores, args).
 #include <cctype>
+#include <optional>
 #include <utility>
 
 #include "kiln/error.h"
+#include "tile/cuda/launch_state.h"
 #include "tile/program_desc.h"
 
 namespace kiln::tile {
@@ -138,7 +140,29 @@ Program& Program::roles(std::vector<std::string> data_movement, std::string comp
   return *this;
 }
 
-void Program::run() { cpu::launch(*d_); }
+// The program runs where its inputs are: all on one GPU, or else on the CPU (CPU inputs are then
+// the only kind allowed; outputs land on the same device).
+void Program::run() {
+  std::optional<Device> gpu;
+  bool cpu_input = false;
+  for (auto& t : d_->tensors) {
+    if (t.output) continue;
+    Device dev = t.value.device();
+    if (dev.is_cpu()) {
+      cpu_input = true;
+    } else if (gpu && *gpu != dev) {
+      fail(*d_, "inputs on " + gpu->str() + " and " + dev.str() + ": a program runs on one device");
+    } else {
+      gpu = dev;
+    }
+  }
+  if (gpu && cpu_input)
+    fail(*d_, "inputs on the CPU and on " + gpu->str() + ": move them to one device (Tensor::to)");
+  if (gpu)
+    cuda::launch(*d_, gpu->index);
+  else
+    cpu::launch(*d_);
+}
 
 Tensor Program::result(const std::string& name) const {
   for (auto& t : d_->tensors)
@@ -151,5 +175,7 @@ Tensor Program::result(const std::string& name) const {
 }
 
 std::string Program::generated_source() const { return generate_source(*d_); }
+
+std::string Program::generated_cuda_source() const { return cuda::cuda_source(*d_); }
 
 }  // namespace kiln::tile

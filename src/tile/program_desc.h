@@ -37,8 +37,18 @@ struct Program::Desc {
   std::string compute_role = "compute";
 };
 
-// The C++ source the compiler sees for `d` (src/tile/codegen.cpp).
-std::string generate_source(const Program::Desc& d);
+enum class Target { Cpu, Cuda };
+// On CUDA a core is a thread block: the compute role on this many warps, each data-movement role on
+// one more warp (include/kiln/tile/cuda_device.h).
+inline constexpr int kCudaComputeWarps = 4;
+inline int cuda_threads(const Program::Desc& d) {
+  return 32 * (kCudaComputeWarps + static_cast<int>(d.dm_roles.size()));
+}
+inline constexpr const char* kCudaEntry = "kiln_tile_main";
+
+// The C++ source the compiler sees for `d` (src/tile/codegen.cpp); on CUDA the kernel-facing
+// headers are still #included (the CUDA backend pastes them in before NVRTC sees the source).
+std::string generate_source(const Program::Desc& d, Target target = Target::Cpu);
 // Embedded at build time (cmake/embed_tile_sources.cmake): kernel-facing headers as (path under
 // include/, text) and shipped kernels as (path under kernels/, text).
 const std::vector<std::pair<std::string, std::string>>& embedded_headers();
@@ -48,5 +58,10 @@ namespace cpu {
 // Compiles (cached) and runs the program on the CPU (src/tile/cpu/launch.cpp).
 void launch(Program::Desc& d);
 }  // namespace cpu
+
+namespace cuda {
+// Compiles (cached) and runs the program on a GPU, cuda:ordinal (src/tile/cuda/launch.cpp).
+void launch(Program::Desc& d, int ordinal);
+}  // namespace cuda
 
 }  // namespace kiln::tile

@@ -1,7 +1,9 @@
 // The tile kernel language: what a kernel source (reader / compute / writer roles) is written
-// against. Host-compiled today (each core a worker of cooperative roles), kept freestanding so the
-// same source can go through NVRTC (core = thread block). The generated prelude defines
-// KILN_TILE_GRID_2D/ROWS/COLS and the program's CBs, accessors, semaphores and arguments.
+// against. The same source compiles with the host compiler (each core a worker of cooperative
+// roles calling the backend through the abi::Runtime table) and with NVRTC when the generated
+// prelude defines KILN_TILE_CUDA (each core a thread block, roles on warps, see cuda_device.h).
+// It stays freestanding for NVRTC. The generated prelude defines KILN_TILE_GRID_2D/ROWS/COLS and the
+// program's CBs, accessors, semaphores and arguments.
 #pragma once
 #include "kiln/tile/abi.h"
 
@@ -15,7 +17,27 @@
 #define KILN_TILE_GRID_COLS 1
 #endif
 
+#ifdef KILN_TILE_CUDA
+#include "kiln/tile/cuda_device.h"
+// backend calls go straight to the device runtime
+#define KILN_TILE_RT(fn) ::kiln::tile::cuda::fn
+#else
+#define KILN_TILE_RT(fn) ::kiln::tile::detail::rt->fn
+#endif
+
+// Source positions for messages. NVRTC may lack the builtins: positions then read "?:0".
+#ifndef KILN_TILE_CUDA
+#define KILN_TILE_HAVE_LOC 1
+#elif defined(__has_builtin)
+#if __has_builtin(__builtin_LINE) && __has_builtin(__builtin_FILE)
+#define KILN_TILE_HAVE_LOC 1
+#endif
+#endif
+#ifdef KILN_TILE_HAVE_LOC
 #define KILN_TILE_LOC int line = __builtin_LINE(), const char *file = __builtin_FILE()
+#else
+#define KILN_TILE_LOC int line = 0, const char *file = "?"
+#endif
 
 namespace kiln::tile {
 
@@ -30,21 +52,38 @@ enum class Indexing { Tiles, Elements };
 
 namespace detail {
 
+#ifndef KILN_TILE_CUDA
 static const abi::Runtime* rt = nullptr;  // set by the generated entry point
+#endif
 inline abi::Loc loc(int line, const char* file) { return abi::Loc{file, line}; }
 
 inline float to_f32(float x) { return x; }
-inline float to_f32(bf16 x) {
-  unsigned u = static_cast<unsigned>(x.bits) << 16;
-  float f;
-  __builtin_memcpy(&f, &u, 4);
-  return f;
-}
 template <class T>
 inline T from_f32(float x);
 template <>
 inline float from_f32<float>(float x) {
   return x;
+}
+#ifdef KILN_TILE_CUDA
+inline float to_f32(bf16 x) { return __uint_as_float(static_cast<unsigned>(x.bits) << 16); }
+template <>
+inline bf16 from_f32<bf16>(float x) {  // round to nearest even in hardware
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
+  return bf16{h};
+}
+inline float inf() { return __int_as_float(0x7f800000); }
+inline float m_exp(float a) { return expf(a); }
+inline float m_log(float a) { return logf(a); }
+inline float m_sqrt(float a) { return sqrtf(a); }
+inline float m_tanh(float a) { return tanhf(a); }
+inline float m_abs(float a) { return fabsf(a); }
+#else
+inline float to_f32(bf16 x) {
+  unsigned u = static_cast<unsigned>(x.bits) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
 }
 template <>
 inline bf16 from_f32<bf16>(float x) {  // round to nearest even, NaN stays NaN
@@ -53,6 +92,13 @@ inline bf16 from_f32<bf16>(float x) {  // round to nearest even, NaN stays NaN
   if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{0x7fc0};
   return bf16{static_cast<unsigned short>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
 }
+inline float inf() { return __builtin_inff(); }
+inline float m_exp(float a) { return __builtin_expf(a); }
+inline float m_log(float a) { return __builtin_logf(a); }
+inline float m_sqrt(float a) { return __builtin_sqrtf(a); }
+inline float m_tanh(float a) { return __builtin_tanhf(a); }
+inline float m_abs(float a) { return __builtin_fabsf(a); }
+#endif
 
 // Grid flags as dependent values, so a static_assert fires only when the op is used.
 template <class T>
@@ -61,7 +107,7 @@ inline constexpr bool kGrid2D = KILN_TILE_GRID_2D != 0;
 }  // namespace detail
 
 // ---- where am I ----
-inline int core_index() { return detail::rt->core_index(); }
+inline int core_index() { return KILN_TILE_RT(core_index)(); }
 inline constexpr int num_cores() { return KILN_TILE_GRID_ROWS * KILN_TILE_GRID_COLS; }
 inline constexpr int grid_rows() { return KILN_TILE_GRID_ROWS; }
 inline constexpr int grid_cols() { return KILN_TILE_GRID_COLS; }
@@ -70,14 +116,14 @@ inline int core_x() {  // column of this core on a 2D grid
   static_assert(detail::kGrid2D<T>,
                 "kiln.tile: core_x() needs a 2D grid (Grid::grid2d); this program has a "
                 "plain core count without topology, use core_index()");
-  return detail::rt->core_x();
+  return KILN_TILE_RT(core_x)();
 }
 template <class T = void>
 inline int core_y() {  // row of this core on a 2D grid
   static_assert(detail::kGrid2D<T>,
                 "kiln.tile: core_y() needs a 2D grid (Grid::grid2d); this program has a "
                 "plain core count without topology, use core_index()");
-  return detail::rt->core_y();
+  return KILN_TILE_RT(core_y)();
 }
 
 using CoreRange = abi::CoreRange;
@@ -163,7 +209,7 @@ struct Reduce {
   float at(int i, int j) const {
     if ((Dim == 0 && i != 0) || (Dim == 1 && j != 0)) return 0.0f;
     constexpr int n = (Dim == 0 ? A::rows : A::cols) * kTile;
-    float acc = Max ? -__builtin_inff() : 0.0f;
+    float acc = Max ? -inf() : 0.0f;
     for (int k = 0; k < n; k++) {
       float v = Dim == 0 ? a.at(k, j) : a.at(i, k);
       acc = Max ? (v > acc || v != v ? v : acc) : acc + v;
@@ -217,14 +263,14 @@ struct DivOp { static float apply(float a, float b) { return a / b; } };
 struct MaxOp { static float apply(float a, float b) { return a > b || a != a ? a : b; } };
 struct MinOp { static float apply(float a, float b) { return a < b || a != a ? a : b; } };
 struct NegOp { static float apply(float a) { return -a; } };
-struct ExpOp { static float apply(float a) { return __builtin_expf(a); } };
-struct LogOp { static float apply(float a) { return __builtin_logf(a); } };
-struct SqrtOp { static float apply(float a) { return __builtin_sqrtf(a); } };
-struct RsqrtOp { static float apply(float a) { return 1.0f / __builtin_sqrtf(a); } };
-struct TanhOp { static float apply(float a) { return __builtin_tanhf(a); } };
+struct ExpOp { static float apply(float a) { return m_exp(a); } };
+struct LogOp { static float apply(float a) { return m_log(a); } };
+struct SqrtOp { static float apply(float a) { return m_sqrt(a); } };
+struct RsqrtOp { static float apply(float a) { return 1.0f / m_sqrt(a); } };
+struct TanhOp { static float apply(float a) { return m_tanh(a); } };
 struct ReluOp { static float apply(float a) { return a > 0 ? a : 0.0f; } };
-struct SigmoidOp { static float apply(float a) { return 1.0f / (1.0f + __builtin_expf(-a)); } };
-struct AbsOp { static float apply(float a) { return __builtin_fabsf(a); } };
+struct SigmoidOp { static float apply(float a) { return 1.0f / (1.0f + m_exp(-a)); } };
+struct AbsOp { static float apply(float a) { return m_abs(a); } };
 struct RecipOp { static float apply(float a) { return 1.0f / a; } };
 // clang-format on
 
@@ -342,8 +388,16 @@ class Block {
     if constexpr (detail::IsMatmul<X>::value) {
       matmul_rows(bound, out, false);
     } else {
+#ifdef KILN_TILE_CUDA
+      // the role's threads split the elements; consecutive threads take consecutive columns
+      cuda::compute_begin();
+      for (int e = cuda::role_rank(); e < height * width; e += cuda::role_size())
+        out[e] = detail::from_f32<T>(bound.at(e / width, e % width));
+      cuda::role_sync();
+#else
       for (int i = 0; i < height; i++)
         for (int j = 0; j < width; j++) out[i * width + j] = detail::from_f32<T>(bound.at(i, j));
+#endif
     }
   }
   // acc += a @ b with f32 accumulation (bf16 blocks round once per call).
@@ -358,11 +412,23 @@ class Block {
   detail::BoundBlock<T, R, C> bind(abi::Loc l) const { return {data(0, l)}; }
 
  private:
-  T* data(int write, abi::Loc l) const { return static_cast<T*>(detail::rt->block_data(ref_, write, l)); }
+  T* data(int write, abi::Loc l) const { return static_cast<T*>(KILN_TILE_RT(block_data)(ref_, write, l)); }
   // out row i = (accumulate ? out row i : 0) + sum_k a(i, k) * b(k, :), one f32 row at a time
   template <class M>
   static void matmul_rows(const M& m, T* out, bool accumulate) {
     constexpr int K = decltype(m.a)::cols * kTile;
+#ifdef KILN_TILE_CUDA
+    // one output element per thread at a time, k in the same order as the CPU path; a(i, k) is a
+    // shared-memory broadcast and b(k, j) is read by consecutive threads from consecutive banks
+    cuda::compute_begin();
+    for (int e = cuda::role_rank(); e < height * width; e += cuda::role_size()) {
+      int i = e / width, j = e % width;
+      float acc = accumulate ? detail::to_f32(out[e]) : 0.0f;
+      for (int k = 0; k < K; k++) acc += m.a.at(i, k) * m.b.at(k, j);
+      out[e] = detail::from_f32<T>(acc);
+    }
+    cuda::role_sync();
+#else
     float row[width];
     for (int i = 0; i < height; i++) {
       for (int j = 0; j < width; j++) row[j] = accumulate ? detail::to_f32(out[i * width + j]) : 0.0f;
@@ -372,6 +438,7 @@ class Block {
       }
       for (int j = 0; j < width; j++) out[i * width + j] = detail::from_f32<T>(row[j]);
     }
+#endif
   }
   abi::BlockRef ref_;
 };
@@ -386,9 +453,9 @@ class ScopedBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols>
   ScopedBlock& operator=(const ScopedBlock&) = delete;
   ~ScopedBlock() {
     if (Producer)
-      detail::rt->cb_push(cb_.id, loc_);
+      KILN_TILE_RT(cb_push)(cb_.id, loc_);
     else
-      detail::rt->cb_pop(cb_.id, loc_);
+      KILN_TILE_RT(cb_pop)(cb_.id, loc_);
   }
 
  private:
@@ -405,20 +472,20 @@ struct CB {
   int id;
 
   block_type reserve(KILN_TILE_LOC) const {
-    return block_type(detail::rt->cb_reserve(id, detail::loc(line, file)));
+    return block_type(KILN_TILE_RT(cb_reserve)(id, detail::loc(line, file)));
   }
-  void push(KILN_TILE_LOC) const { detail::rt->cb_push(id, detail::loc(line, file)); }
+  void push(KILN_TILE_LOC) const { KILN_TILE_RT(cb_push)(id, detail::loc(line, file)); }
   block_type wait(KILN_TILE_LOC) const {
-    return block_type(detail::rt->cb_wait(id, detail::loc(line, file)));
+    return block_type(KILN_TILE_RT(cb_wait)(id, detail::loc(line, file)));
   }
-  void pop(KILN_TILE_LOC) const { detail::rt->cb_pop(id, detail::loc(line, file)); }
+  void pop(KILN_TILE_LOC) const { KILN_TILE_RT(cb_pop)(id, detail::loc(line, file)); }
   ScopedBlock<CB, true> scoped_reserve(KILN_TILE_LOC) const {
     abi::Loc l = detail::loc(line, file);
-    return ScopedBlock<CB, true>(*this, detail::rt->cb_reserve(id, l), l);
+    return ScopedBlock<CB, true>(*this, KILN_TILE_RT(cb_reserve)(id, l), l);
   }
   ScopedBlock<CB, false> scoped_wait(KILN_TILE_LOC) const {
     abi::Loc l = detail::loc(line, file);
-    return ScopedBlock<CB, false>(*this, detail::rt->cb_wait(id, l), l);
+    return ScopedBlock<CB, false>(*this, KILN_TILE_RT(cb_wait)(id, l), l);
   }
 };
 
@@ -440,12 +507,12 @@ struct Accessor {
   TensorSlice<T> operator()(long long row, long long col) const { return slice(row, col); }
   long long rows() const {
     long long r, c;
-    detail::rt->tensor_dims(id, &r, &c);
+    KILN_TILE_RT(tensor_dims)(id, &r, &c);
     return r;
   }
   long long cols() const {
     long long r, c;
-    detail::rt->tensor_dims(id, &r, &c);
+    KILN_TILE_RT(tensor_dims)(id, &r, &c);
     return c;
   }
 };
@@ -453,23 +520,23 @@ struct Accessor {
 // An asynchronous copy; the blocks it touches may not be used until wait() returns.
 struct Transfer {
   int id;
-  void wait(KILN_TILE_LOC) const { detail::rt->transfer_wait(id, detail::loc(line, file)); }
+  void wait(KILN_TILE_LOC) const { KILN_TILE_RT(transfer_wait)(id, detail::loc(line, file)); }
 };
 
 // tensor slice -> block; the slice must have the block's shape in tiles (tile accessors) or fit in
 // it (element accessors); elements outside the tensor or the slice read as `pad`.
 template <class T, int R, int C>
 Transfer dma(const TensorSlice<T>& src, const Block<T, R, C>& dst, float pad, KILN_TILE_LOC) {
-  return Transfer{detail::rt->dma_read(src.tensor, src.s, dst.ref(), pad, detail::loc(line, file))};
+  return Transfer{KILN_TILE_RT(dma_read)(src.tensor, src.s, dst.ref(), pad, detail::loc(line, file))};
 }
 template <class T, int R, int C>
 Transfer dma(const TensorSlice<T>& src, const Block<T, R, C>& dst, KILN_TILE_LOC) {
-  return Transfer{detail::rt->dma_read(src.tensor, src.s, dst.ref(), 0.0f, detail::loc(line, file))};
+  return Transfer{KILN_TILE_RT(dma_read)(src.tensor, src.s, dst.ref(), 0.0f, detail::loc(line, file))};
 }
 // block -> tensor slice; only the part of the slice inside the tensor is written.
 template <class T, int R, int C>
 Transfer dma(const Block<T, R, C>& src, const TensorSlice<T>& dst, KILN_TILE_LOC) {
-  return Transfer{detail::rt->dma_write(src.ref(), dst.tensor, dst.s, detail::loc(line, file))};
+  return Transfer{KILN_TILE_RT(dma_write)(src.ref(), dst.tensor, dst.s, detail::loc(line, file))};
 }
 
 // ---- cross-core (2D grids only) ----
@@ -480,7 +547,7 @@ Transfer mcast(const Block<T, R, C>& src, const CB<T, R, C>& dst, CoreRange rang
   static_assert(detail::kGrid2D<T>,
                 "kiln.tile: multicast needs a 2D grid (Grid::grid2d); this program runs on a "
                 "plain core count without topology");
-  return Transfer{detail::rt->mcast(src.ref(), dst.id, range, detail::loc(line, file))};
+  return Transfer{KILN_TILE_RT(mcast)(src.ref(), dst.id, range, detail::loc(line, file))};
 }
 // Marks a reserved block as the destination of a multicast; wait() returns when it arrived.
 template <class T, int R, int C>
@@ -488,31 +555,33 @@ Transfer mcast_receive(const Block<T, R, C>& dst, KILN_TILE_LOC) {
   static_assert(detail::kGrid2D<T>,
                 "kiln.tile: multicast needs a 2D grid (Grid::grid2d); this program runs on a "
                 "plain core count without topology");
-  return Transfer{detail::rt->mcast_receive(dst.ref(), detail::loc(line, file))};
+  return Transfer{KILN_TILE_RT(mcast_receive)(dst.ref(), detail::loc(line, file))};
 }
 
 // A per-core counter; remote_inc and mcast_set reach other cores of a 2D grid.
 struct Semaphore {
   int id;
-  void set(long long v, KILN_TILE_LOC) const { detail::rt->sem_set(id, v, detail::loc(line, file)); }
-  void inc(long long n = 1, KILN_TILE_LOC) const { detail::rt->sem_inc(id, n, detail::loc(line, file)); }
+  void set(long long v, KILN_TILE_LOC) const { KILN_TILE_RT(sem_set)(id, v, detail::loc(line, file)); }
+  void inc(long long n = 1, KILN_TILE_LOC) const { KILN_TILE_RT(sem_inc)(id, n, detail::loc(line, file)); }
   // Blocks until this core's value is at least v.
-  void wait(long long v, KILN_TILE_LOC) const { detail::rt->sem_wait(id, v, detail::loc(line, file)); }
-  long long value(KILN_TILE_LOC) const { return detail::rt->sem_value(id, detail::loc(line, file)); }
+  void wait(long long v, KILN_TILE_LOC) const { KILN_TILE_RT(sem_wait)(id, v, detail::loc(line, file)); }
+  long long value(KILN_TILE_LOC) const { return KILN_TILE_RT(sem_value)(id, detail::loc(line, file)); }
   template <class T = void>
   void remote_inc(int x, int y, long long n = 1, KILN_TILE_LOC) const {
     static_assert(detail::kGrid2D<T>, "kiln.tile: remote semaphore ops need a 2D grid (Grid::grid2d)");
-    detail::rt->sem_remote_inc(id, x, y, n, detail::loc(line, file));
+    KILN_TILE_RT(sem_remote_inc)(id, x, y, n, detail::loc(line, file));
   }
   template <class T = void>
   void mcast_set(CoreRange range, long long v, KILN_TILE_LOC) const {
     static_assert(detail::kGrid2D<T>,
                   "kiln.tile: multicast needs a 2D grid (Grid::grid2d); this program runs on "
                   "a plain core count without topology");
-    detail::rt->sem_mcast_set(id, range, v, detail::loc(line, file));
+    KILN_TILE_RT(sem_mcast_set)(id, range, v, detail::loc(line, file));
   }
 };
 
 }  // namespace kiln::tile
 
 #undef KILN_TILE_LOC
+#undef KILN_TILE_RT
+#undef KILN_TILE_HAVE_LOC

@@ -82,6 +82,9 @@ Loaded load() {
   bind(cu, a.cuModuleGetFunction, "cuModuleGetFunction", missing);
   bind(cu, a.cuFuncSetAttribute, "cuFuncSetAttribute", missing);
   bind(cu, a.cuLaunchKernel, "cuLaunchKernel", missing);
+  a.cuStreamQuery = reinterpret_cast<decltype(a.cuStreamQuery)>(dlsym(cu, "cuStreamQuery"));
+  a.cuLaunchCooperativeKernel =
+      reinterpret_cast<decltype(a.cuLaunchCooperativeKernel)>(dlsym(cu, "cuLaunchCooperativeKernel"));
   bind(cu, a.cuStreamBeginCapture, "cuStreamBeginCapture_v2", missing);
   bind(cu, a.cuStreamEndCapture, "cuStreamEndCapture", missing);
   bind(cu, a.cuGraphInstantiate, "cuGraphInstantiateWithFlags", missing);

@@ -44,6 +44,7 @@ struct Api {
   int (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
   int (*cuStreamCreate)(CUstream*, unsigned);
   int (*cuStreamSynchronize)(CUstream);
+  int (*cuStreamQuery)(CUstream);  // optional (null when missing)
   int (*cuEventCreate)(CUevent*, unsigned);
   int (*cuEventRecord)(CUevent, CUstream);
   int (*cuEventSynchronize)(CUevent);
@@ -54,6 +55,9 @@ struct Api {
   int (*cuFuncSetAttribute)(CUfunction, int, int);
   int (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                         CUstream, void**, void**);
+  // optional (null when the driver lacks it): a launch whose blocks are all resident at once
+  int (*cuLaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                   unsigned, CUstream, void**);
   int (*cuStreamBeginCapture)(CUstream, int);
   int (*cuStreamEndCapture)(CUstream, CUgraph*);
   int (*cuGraphInstantiate)(CUgraphExec*, CUgraph, unsigned long long);

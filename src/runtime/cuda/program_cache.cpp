@@ -46,12 +46,12 @@ std::string compiler_id(const Context& c) {
 }
 
 // Compiles one translation unit to a cubin; errors carry the NVRTC log and the source.
-std::string compile(const Context& c, const std::string& src, const std::string& what) {
+std::string compile(const Context& c, const std::string& src, const std::string& what,
+                    const std::vector<std::string>& opts) {
   const Api* a = c.api;
   void* prog = nullptr;
   if (int rc = a->nvrtcCreateProgram(&prog, src.c_str(), "kiln.cu", 0, nullptr, nullptr))
     throw Error(std::string("kiln.cuda: nvrtcCreateProgram failed: ") + a->nvrtcGetErrorString(rc));
-  std::vector<std::string> opts = options(c);
   std::vector<const char*> argv;
   for (auto& o : opts) argv.push_back(o.c_str());
   int rc = a->nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
@@ -61,8 +61,8 @@ std::string compile(const Context& c, const std::string& src, const std::string&
   if (log_size) a->nvrtcGetProgramLog(prog, log.data());
   if (rc != 0) {
     a->nvrtcDestroyProgram(&prog);
-    throw Error("kiln.cuda: NVRTC could not compile " + what + ": " + a->nvrtcGetErrorString(rc) + "\n" + log +
-                "\nsource:\n" + src);
+    throw Error("kiln.cuda: NVRTC could not compile " + what + ": " + a->nvrtcGetErrorString(rc) + "\n" +
+                log + "\nsource:\n" + src);
   }
   size_t n = 0;
   a->nvrtcGetCUBINSize(prog, &n);
@@ -134,7 +134,7 @@ std::vector<CUfunction> load_kernels(int ordinal, const std::vector<KernelSource
     what += (what.empty() ? "" : ", ") + kernels[i].name;
     all_keys += keys[i];
   }
-  std::string cubin = compile(c, src, what);
+  std::string cubin = compile(c, src, what, options(c));
   make_dirs(dir);
   std::string file = "b_" + hex(hash_string(all_keys, hash_string(id))) + ".cubin";
   write_file_atomic(dir + "/" + file, cubin);
@@ -148,6 +148,39 @@ std::vector<CUfunction> load_kernels(int ordinal, const std::vector<KernelSource
     stats().kernels_compiled++;
   }
   return fns;
+}
+
+CUfunction load_program(int ordinal, const std::string& what, const std::string& source,
+                        const std::string& symbol, const std::string& std) {
+  Context& c = context(ordinal);
+  Cache& k = cache();
+  std::lock_guard<std::mutex> l(k.mu);
+  std::vector<std::string> opts = options(c);
+  for (auto& o : opts)
+    if (o.rfind("-std=", 0) == 0) o = "-std=" + std;
+  std::string id = "nvrtc " + std::to_string(availability().nvrtc_major) + "." +
+                   std::to_string(availability().nvrtc_minor) + " program";
+  for (auto& o : opts) id += " " + o;
+  const std::string key = "p_" + hex(hash_string(source, hash_string(id)));
+  const std::string& dir = settings().cache_dir;
+  const std::string mem_key = std::to_string(ordinal) + ":" + key;
+  if (auto it = k.fns.find(mem_key); it != k.fns.end()) {
+    stats().memory_cache_hits++;
+    return it->second;
+  }
+  if (CUfunction f = get_function(c, load_module(c, dir + "/" + key + ".cubin", nullptr), symbol)) {
+    k.fns[mem_key] = f;
+    stats().disk_cache_hits++;
+    return f;
+  }
+  std::string cubin = compile(c, source, what, opts);
+  make_dirs(dir);
+  write_file_atomic(dir + "/" + key + ".cubin", cubin);
+  CUfunction f = get_function(c, load_module(c, dir + "/" + key + ".cubin", &cubin), symbol);
+  if (!f) throw Error("kiln.cuda: the driver could not load " + what + " (kernel " + symbol + ")");
+  k.fns[mem_key] = f;
+  stats().kernels_compiled++;
+  return f;
 }
 
 void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::vector<void*>& bufs) {

@@ -17,6 +17,11 @@ struct KernelSource {
 };
 
 std::vector<CUfunction> load_kernels(int ordinal, const std::vector<KernelSource>& kernels);
+// One self-contained translation unit (no kiln prelude, C++ standard `std`, e.g. "c++20") with the
+// kernel `symbol`, cached in memory and on disk like generated kernels, keyed by the full source and
+// the compiler; `what` names it in errors (which carry the NVRTC log).
+CUfunction load_program(int ordinal, const std::string& what, const std::string& source,
+                        const std::string& symbol, const std::string& std);
 // Launches f on the device's stream over bufs (device addresses, one per kernel parameter).
 void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::vector<void*>& bufs);
 

@@ -1,0 +1,77 @@
+// The boundary between the host and a tile program compiled for the GPU: the launch parameters
+// (one struct in device memory per launch) and the error log the kernel writes when a role fails
+// or stops making progress. Plain integer fields only, so the host compiler and NVRTC lay it out
+// identically; freestanding (no standard headers) for NVRTC.
+#pragma once
+
+namespace kiln::tile::cuda_abi {
+
+inline constexpr int kMaxTensors = 16;
+inline constexpr int kMaxCBs = 32;  // CB ids and ring slots are packed into 5 bits each
+inline constexpr int kMaxSlots = 32;
+inline constexpr int kMaxErrors = 16;  // records kept; the count goes on
+inline constexpr int kFileChars = 96;
+
+struct TensorParam {
+  unsigned long long data;  // device address, row-major
+  long long rows, cols;     // elements
+  int elem_bytes;           // 4 (f32) or 2 (bf16)
+  int tiles;                // 1: the accessor counts in 32x32 tiles, 0: in elements
+  int output;
+  int pad;
+};
+
+struct CBParam {
+  unsigned data_offset;  // byte offset of slot 0 in the dynamic shared memory
+  unsigned block_bytes;
+  unsigned slots;
+  unsigned barrier_offset;     // byte offset of full[slots] then empty[slots] (8-byte mbarriers)
+  int rows, cols;              // block shape in tiles
+  unsigned long long mailbox;  // multicast: device address of core 0's mailbox for this CB
+};
+
+// Why a role stopped. Waits are deadlock reports; the rest are failed checks.
+enum ErrorKind : int {
+  kWaitReserve = 1,  // reserve() found no free slot
+  kWaitBlock = 2,    // wait() found no pushed block
+  kWaitSemaphore = 3,
+  kWaitMcastSend = 4,     // mcast() waiting for a receiver's mcast_receive()
+  kWaitMcastReceive = 5,  // a multicast receive waiting for its data
+  kBadSlice = 6,          // DMA slice outside the tensor or not the block's shape
+  kBadCoreRange = 7,
+  kInputWrite = 8,  // DMA into an input tensor
+  kFail = 9,        // the kernel called fail()
+  kBadId = 10,      // CB / semaphore / tensor id out of range
+};
+
+struct ErrorRecord {
+  int kind;
+  int core;
+  int role;    // data-movement roles 0.., then compute
+  int object;  // CB, semaphore or tensor id
+  int line;
+  int pad;
+  long long value[4];  // kind-specific: semaphore target and value, slice row/col/rows/cols
+  char file[kFileChars];
+};
+
+struct ErrorLog {
+  unsigned count;  // records written (may exceed kMaxErrors)
+  unsigned abort;  // set by the first failure: every role stops at its next wait
+  ErrorRecord rec[kMaxErrors];
+};
+
+struct Params {
+  TensorParam tensors[kMaxTensors];
+  CBParam cbs[kMaxCBs];
+  unsigned long long args;    // long long[cores][nargs]
+  unsigned long long sems;    // long long[cores][nsems], zeroed before the launch
+  unsigned long long mcast;   // unsigned[cores][ncbs][4] multicast counters, zeroed
+  unsigned long long errors;  // ErrorLog, zeroed
+  unsigned long long timeout_ns;
+  int ntensors, ncbs, nargs, nsems;
+  int cores, grid_cols;
+  int pad[2];
+};
+
+}  // namespace kiln::tile::cuda_abi

@@ -1,0 +1,234 @@
+// Launches a tile program on a GPU: lays out each core's CB rings in shared memory, binds the
+// tensors (inputs moved to the device when they are elsewhere, outputs zero-filled there), fills
+// one device scratch allocation (launch parameters, runtime args, semaphores, multicast counters
+// and mailboxes, the error log), launches one thread block per core and turns the error log into a
+// kiln::Error. Programs that talk across cores (semaphores, or any 2D grid, which may multicast)
+// need every core resident at once: they go through a cooperative launch, which the driver refuses
+// when the grid does not fit instead of letting it hang.
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "ir/node.h"
+#include "kiln/debug.h"
+#include "kiln/error.h"
+#include "runtime/buffer.h"
+#include "runtime/cuda/context.h"
+#include "runtime/cuda/copy.h"
+#include "tile/cuda/launch_state.h"
+
+namespace kiln::tile::cuda {
+
+namespace {
+
+namespace rc = runtime::cuda;
+using cuda_abi::Params;
+
+constexpr int kAttrMaxDynamicShared = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+constexpr int kErrorNotReady = 600;       // CUDA_ERROR_NOT_READY
+constexpr int kErrorCoopTooLarge = 720;   // CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
+// static shared memory of the kernel (BlockState) is well under this
+constexpr size_t kStaticSharedReserve = 2048;
+
+[[noreturn]] void fail(const Program::Desc& d, const std::string& msg) {
+  throw Error("kiln.tile: program '" + d.name + "' on CUDA: " + msg);
+}
+
+std::pair<int64_t, int64_t> as_2d(const Shape& s) {
+  if (s.empty()) return {1, 1};
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < s.size(); i++) rows *= s[i];
+  return {rows, s.back()};
+}
+
+size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+long long timeout_ms() {
+  const char* v = std::getenv("KILN_TILE_TIMEOUT_MS");
+  long long ms = v ? std::atoll(v) : 0;
+  return ms > 0 ? ms : 2000;
+}
+
+// Shared memory per core: every CB's full/empty mbarriers, then each ring, 128-byte aligned.
+size_t layout_cbs(const Program::Desc& d, Params& p) {
+  size_t off = 0;
+  for (size_t i = 0; i < d.cbs.size(); i++) {
+    p.cbs[i].barrier_offset = static_cast<unsigned>(off);
+    off += 16 * static_cast<size_t>(d.cbs[i].buffer_factor);
+  }
+  off = align_up(off, 128);
+  for (size_t i = 0; i < d.cbs.size(); i++) {
+    const CBDecl& c = d.cbs[i];
+    size_t block = static_cast<size_t>(c.rows * c.cols) * kTileSize * kTileSize * dtype_size(c.dtype);
+    p.cbs[i].data_offset = static_cast<unsigned>(off);
+    p.cbs[i].block_bytes = static_cast<unsigned>(block);
+    p.cbs[i].slots = static_cast<unsigned>(c.buffer_factor);
+    p.cbs[i].rows = c.rows;
+    p.cbs[i].cols = c.cols;
+    off = align_up(off + block * c.buffer_factor, 128);
+  }
+  return off;
+}
+
+void check_limits(const Program::Desc& d) {
+  if (d.tensors.size() > static_cast<size_t>(cuda_abi::kMaxTensors))
+    fail(d, std::to_string(d.tensors.size()) + " tensors; the GPU backend binds at most " +
+                std::to_string(cuda_abi::kMaxTensors));
+  if (d.cbs.size() > static_cast<size_t>(cuda_abi::kMaxCBs))
+    fail(d, std::to_string(d.cbs.size()) + " CBs; the GPU backend supports at most " +
+                std::to_string(cuda_abi::kMaxCBs));
+  for (auto& c : d.cbs)
+    if (c.buffer_factor > cuda_abi::kMaxSlots)
+      fail(d, "CB '" + c.name + "' has a buffer factor of " + std::to_string(c.buffer_factor) +
+                  "; the GPU backend supports at most " + std::to_string(cuda_abi::kMaxSlots));
+  if (cuda_threads(d) > 1024)
+    fail(d, std::to_string(d.dm_roles.size()) + " data-movement roles (a warp each, plus " +
+                std::to_string(kCudaComputeWarps) + " compute warps) exceed 1024 threads per block");
+}
+
+// Waits for the kernel; a kernel still running long after its own watchdog should have stopped it
+// is reported instead of hanging the process (the device stays busy with it).
+void wait_for_kernel(const Program::Desc& d, rc::Context& c, long long timeout) {
+  if (c.api->cuStreamQuery) {
+    auto start = std::chrono::steady_clock::now();
+    auto limit = std::chrono::milliseconds(4 * timeout + 30000);
+    int r;
+    while ((r = c.api->cuStreamQuery(c.stream)) == kErrorNotReady) {
+      if (std::chrono::steady_clock::now() - start > limit)
+        fail(d, "the kernel is still running " + std::to_string(limit.count() / 1000) +
+                    " s after its launch although its watchdog stops every wait after " +
+                    std::to_string(timeout) +
+                    " ms: a hang outside the watched waits (a bug in kiln's CUDA tile backend)");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (r != 0) rc::check(r, ("the tile kernel '" + d.name + "'").c_str());
+    return;
+  }
+  rc::check(c.api->cuStreamSynchronize(c.stream), ("the tile kernel '" + d.name + "'").c_str());
+}
+
+}  // namespace
+
+void launch(Program::Desc& d, int ordinal) {
+  check_limits(d);
+  rc::Context& c = rc::context(ordinal);
+  const Device dev = Device::cuda(ordinal);
+  rc::CUfunction f = compile(d, ordinal);
+
+  Params p;
+  std::memset(&p, 0, sizeof p);
+  size_t smem = layout_cbs(d, p);
+  size_t smem_limit = static_cast<size_t>(c.shared_per_block_optin) - kStaticSharedReserve;
+  if (smem > smem_limit)
+    fail(d, "its CBs need " + std::to_string(smem) +
+                " bytes of shared memory per core (blocks x buffer factors); " + dev.str() + " has " +
+                std::to_string(smem_limit) + ": use smaller blocks or buffer factors");
+  if (smem > 48 * 1024)
+    rc::check(c.api->cuFuncSetAttribute(f, kAttrMaxDynamicShared, static_cast<int>(smem)),
+              "cuFuncSetAttribute(max dynamic shared memory)");
+
+  // tensors: inputs realized on this device, outputs fresh zero-filled buffers
+  std::vector<Tensor> inputs;
+  std::vector<std::shared_ptr<Buffer>> outputs(d.tensors.size());
+  for (size_t i = 0; i < d.tensors.size(); i++) {
+    TensorDecl& t = d.tensors[i];
+    auto [rows, cols] = as_2d(t.shape);
+    size_t es = dtype_size(t.dtype);
+    unsigned long long data;
+    if (t.output) {
+      outputs[i] = std::make_shared<Buffer>(t.dtype, rows * cols, dev);
+      data = reinterpret_cast<unsigned long long>(outputs[i]->data);
+      if (rows * cols > 0)
+        rc::check(c.api->cuMemsetD8Async(data, 0, static_cast<size_t>(rows * cols) * es, c.stream),
+                  "cuMemsetD8Async");
+    } else {
+      Tensor v = t.value.device() == dev ? t.value : t.value.to(dev);
+      v = v.contiguous();
+      v.realize();
+      inputs.push_back(v);
+      data = reinterpret_cast<unsigned long long>(v.node()->buffer->data);
+    }
+    p.tensors[i] = cuda_abi::TensorParam{
+        data, rows, cols, static_cast<int>(es), t.indexing == Indexing::Tiles ? 1 : 0, t.output ? 1 : 0, 0};
+  }
+
+  // one scratch allocation: [params][error log][args][semaphores][multicast counters][mailboxes]
+  const int cores = d.grid.size();
+  const bool cross_core = !d.semaphores.empty() || d.grid.is_2d;
+  size_t off = 0;
+  auto take = [&](size_t bytes) {
+    size_t at = off;
+    off = align_up(off + bytes, 256);
+    return at;
+  };
+  size_t at_params = take(sizeof(Params)), at_log = take(sizeof(cuda_abi::ErrorLog));
+  size_t at_args = take(static_cast<size_t>(cores) * d.arg_names.size() * 8 + 8);
+  size_t at_sems = take(static_cast<size_t>(cores) * d.semaphores.size() * 8 + 8);
+  size_t at_mcast = take(d.grid.is_2d ? static_cast<size_t>(cores) * d.cbs.size() * 16 : 16);
+  std::vector<size_t> at_mailbox(d.cbs.size(), 0);
+  if (d.grid.is_2d)
+    for (size_t i = 0; i < d.cbs.size(); i++)
+      at_mailbox[i] = take(static_cast<size_t>(cores) * p.cbs[i].block_bytes);
+  auto scratch = std::make_shared<Buffer>(DType::U8, static_cast<int64_t>(off), dev);
+  const unsigned long long base = reinterpret_cast<unsigned long long>(scratch->data);
+  rc::check(c.api->cuMemsetD8Async(base, 0, off, c.stream), "cuMemsetD8Async");
+
+  std::vector<long long> args(static_cast<size_t>(cores) * d.arg_names.size() + 1, 0);
+  for (int core = 0; core < cores; core++)
+    for (size_t a = 0; a < d.args[core].size() && a < d.arg_names.size(); a++)
+      args[core * d.arg_names.size() + a] = d.args[core][a];
+  long long timeout = timeout_ms();
+  p.args = base + at_args;
+  p.sems = base + at_sems;
+  p.mcast = base + at_mcast;
+  p.errors = base + at_log;
+  p.timeout_ns = static_cast<unsigned long long>(timeout) * 1000000ull;
+  p.ntensors = static_cast<int>(d.tensors.size());
+  p.ncbs = static_cast<int>(d.cbs.size());
+  p.nargs = static_cast<int>(d.arg_names.size());
+  p.nsems = static_cast<int>(d.semaphores.size());
+  p.cores = cores;
+  p.grid_cols = d.grid.cols;
+  for (size_t i = 0; i < d.cbs.size(); i++) p.cbs[i].mailbox = d.grid.is_2d ? base + at_mailbox[i] : 0;
+  rc::upload(ordinal, base + at_args, args.data(), args.size() * sizeof(long long));
+  rc::upload(ordinal, base + at_params, &p, sizeof p);  // waits: the memsets before it are done too
+
+  unsigned long long params = base + at_params;
+  void* kernel_args[] = {&params};
+  unsigned gx = static_cast<unsigned>(d.grid.cols), gy = static_cast<unsigned>(d.grid.rows);
+  unsigned threads = static_cast<unsigned>(cuda_threads(d));
+  std::string resident =
+      "its " + std::to_string(cores) +
+      " cores talk to each other (semaphores or a 2D grid), so all must be resident on the GPU "
+      "at once, and " +
+      dev.str() + " (" + std::to_string(c.info.multiprocessors) +
+      " multiprocessors) does not fit them: use fewer cores";
+  if (cross_core && c.api->cuLaunchCooperativeKernel) {
+    int r = c.api->cuLaunchCooperativeKernel(f, gx, gy, 1, threads, 1, 1, static_cast<unsigned>(smem),
+                                             c.stream, kernel_args);
+    if (r == kErrorCoopTooLarge) fail(d, resident);
+    rc::check(r, "cuLaunchCooperativeKernel");
+  } else {
+    if (cross_core && cores > c.info.multiprocessors) fail(d, resident);
+    rc::check(c.api->cuLaunchKernel(f, gx, gy, 1, threads, 1, 1, static_cast<unsigned>(smem), c.stream,
+                                    kernel_args, nullptr),
+              "cuLaunchKernel");
+  }
+  stats().tile_launches++;
+  wait_for_kernel(d, c, timeout);
+
+  cuda_abi::ErrorLog log;
+  rc::download(ordinal, &log, base + at_log, sizeof log);
+  if (std::string msg = describe_errors(d, log, timeout); !msg.empty()) throw Error(msg);
+
+  for (size_t i = 0; i < d.tensors.size(); i++) {
+    TensorDecl& t = d.tensors[i];
+    if (!t.output) continue;
+    ir::NodeRef n = ir::make(ir::Op::BUFFER, t.dtype, t.shape, {}, {outputs[i]->id, dev.code()});
+    n->buffer = outputs[i];
+    t.value = Tensor(n);
+  }
+}
+
+}  // namespace kiln::tile::cuda

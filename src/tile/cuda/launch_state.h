@@ -1,0 +1,20 @@
+// The CUDA backend of tile programs: compiling a program for the GPU and reading back the error
+// log its kernel writes (the launch itself is src/tile/cuda/launch.cpp).
+#pragma once
+#include <string>
+
+#include "kiln/tile/cuda_abi.h"
+#include "runtime/cuda/api.h"
+#include "tile/program_desc.h"
+
+namespace kiln::tile::cuda {
+
+// The full CUDA C++ NVRTC compiles: the generated source with the kernel headers pasted in.
+std::string cuda_source(const Program::Desc& d);
+// Compiles (or finds cached) the program's kernel for cuda:ordinal (src/tile/cuda/compile.cpp).
+runtime::cuda::CUfunction compile(const Program::Desc& d, int ordinal);
+// The kiln::Error message for a launch whose kernel logged failures, or "" when the log is empty
+// (src/tile/cuda/errors.cpp). timeout_ms is the watchdog limit the launch ran with.
+std::string describe_errors(const Program::Desc& d, const cuda_abi::ErrorLog& log, long long timeout_ms);
+
+}  // namespace kiln::tile::cuda

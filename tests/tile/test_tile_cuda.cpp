@@ -1,0 +1,487 @@
+// Tile programs on a GPU: the CPU examples (eltwise by rows and columns, bf16, unaligned shapes,
+// broadcast blocks, reductions and math, matmul with K accumulation, multicast on a 2D grid,
+// semaphores) run on CUDA tensors and must match the CPU backend; a deadlock is reported by the
+// device watchdog; a second launch compiles nothing. Without a GPU these skip, except the check that
+// NVRTC (when installed) compiles every example for sm_90, which needs no device.
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include "kiln/debug.h"
+#include "tile/tile_helpers.h"
+
+namespace kiln::testing {
+namespace {
+
+using tile::Grid;
+using tile::Program;
+
+#define KILN_REQUIRE_GPU()                                                        \
+  do {                                                                            \
+    std::string why;                                                              \
+    if (!kiln::cuda_available(&why)) GTEST_SKIP() << "no CUDA GPU here: " << why; \
+  } while (0)
+
+// ---- the example programs, built for tensors on a given device ----
+
+Tensor on(const Tensor& t, Device d) {
+  Tensor r = t.to(d);
+  r.realize();
+  return r;
+}
+
+Program add_program(const Tensor& a, const Tensor& b, int cores, int br, int bc, DType t) {
+  Program p = Program::from_library("eltwise/add.cpp", Grid::cores(cores));
+  p.input("a", a).input("b", b).output("y", a.shape(), t);
+  p.cb("a_cb", br, bc, t).cb("b_cb", br, bc, t).cb("y_cb", br, bc, t);
+  p.constant("block_rows", br).constant("block_cols", bc);
+  p.runtime_args({"row0", "rows", "col0", "cols"});
+  return p;
+}
+
+const char* kScaleElements = R"(
+void reader() {
+  for (long long r = args().row0; r < x.rows(); r += 32 * num_cores())
+    for (long long c = 0; c < x.cols(); c += 32) {
+      auto blk = x_cb.scoped_reserve();
+      long long h = x.rows() - r < 32 ? x.rows() - r : 32, w = x.cols() - c < 32 ? x.cols() - c : 32;
+      dma(x.slice(r, c, h, w), blk).wait();
+    }
+}
+void compute() {
+  for (long long r = args().row0; r < x.rows(); r += 32 * num_cores())
+    for (long long c = 0; c < x.cols(); c += 32) {
+      auto in = x_cb.scoped_wait();
+      auto out = y_cb.scoped_reserve();
+      out.store(in * 2.0f + 1.0f);
+    }
+}
+void writer() {
+  for (long long r = args().row0; r < y.rows(); r += 32 * num_cores())
+    for (long long c = 0; c < y.cols(); c += 32) {
+      auto blk = y_cb.scoped_wait();
+      long long h = y.rows() - r < 32 ? y.rows() - r : 32, w = y.cols() - c < 32 ? y.cols() - c : 32;
+      dma(blk, y.slice(r, c, h, w)).wait();
+    }
+}
+)";
+
+std::string bcast_kernel(const std::string& expr) {
+  return R"(
+void reader() {
+  auto ab = a_cb.scoped_reserve();
+  auto vb = v_cb.scoped_reserve();
+  Transfer t1 = dma(a.slice(0, 0, 4, 4), ab);
+  Transfer t2 = dma(v.slice(0, 0, v_cb.rows, v_cb.cols), vb);
+  t1.wait();
+  t2.wait();
+}
+void compute() {
+  auto ab = a_cb.scoped_wait();
+  auto vb = v_cb.scoped_wait();
+  auto yb = y_cb.scoped_reserve();
+  yb.store()" +
+         expr + R"();
+}
+void writer() {
+  auto yb = y_cb.scoped_wait();
+  dma(yb, y.slice(0, 0, 4, 4)).wait();
+}
+)";
+}
+
+const char* kReduceMath = R"(
+void reader() {
+  auto xb = x_cb.scoped_reserve();
+  dma(x.slice(0, 0, 2, 2), xb).wait();
+}
+void compute() {
+  auto xb = x_cb.scoped_wait();
+  {
+    auto s = s_cb.scoped_reserve();
+    s.store(reduce_sum<0>(xb));
+  }
+  {
+    auto m = m_cb.scoped_reserve();
+    m.store(reduce_max<1>(xb));
+  }
+  auto u = u_cb.scoped_reserve();
+  u.store(sigmoid(xb) + tanh(xb) + relu(xb) + abs(xb) + neg(xb) + exp(xb) * 0.5f + log(abs(xb) + 1.0f) +
+          sqrt(abs(xb)) + rsqrt(abs(xb) + 1.0f) - xb / 3.0f);
+}
+void writer() {
+  {
+    auto s = s_cb.scoped_wait();
+    dma(s, sums.slice(0, 0, 1, 2)).wait();
+  }
+  {
+    auto m = m_cb.scoped_wait();
+    dma(m, maxes.slice(0, 0, 2, 1)).wait();
+  }
+  auto u = u_cb.scoped_wait();
+  dma(u, math.slice(0, 0, 2, 2)).wait();
+}
+)";
+
+const char* kRowMulticast = R"(
+void reader() {
+  long long r = core_y(), c = core_x();
+  auto bb = b_cb.scoped_reserve();
+  if (c == 0) {
+    dma(b.slice(r, 0), bb).wait();
+    if (grid_cols() > 1) mcast(bb, b_cb, CoreRange{1, (int)r, grid_cols(), (int)r + 1}).wait();
+  } else {
+    mcast_receive(bb).wait();
+  }
+  auto ab = a_cb.scoped_reserve();
+  dma(a.slice(r, c), ab).wait();
+}
+void compute() {
+  auto bb = b_cb.scoped_wait();
+  auto ab = a_cb.scoped_wait();
+  auto yb = y_cb.scoped_reserve();
+  yb.store(ab + bb);
+}
+void writer() {
+  auto yb = y_cb.scoped_wait();
+  dma(yb, y.slice(core_y(), core_x())).wait();
+}
+)";
+
+const char* kBarrier = R"(
+void reader() {
+  arrived.remote_inc(0, 0);
+  if (core_x() == 0 && core_y() == 0) {
+    arrived.wait(num_cores());
+    go.mcast_set(whole_grid(), 1);
+  }
+  go.wait(1);
+  auto xb = x_cb.scoped_reserve();
+  dma(x.slice(core_y(), core_x()), xb).wait();
+}
+void compute() {
+  auto xb = x_cb.scoped_wait();
+  auto yb = y_cb.scoped_reserve();
+  yb.store(xb + (float)core_index());
+}
+void writer() {
+  auto yb = y_cb.scoped_wait();
+  dma(yb, y.slice(core_y(), core_x())).wait();
+}
+)";
+
+Program matmul_program(const Tensor& a, const Tensor& b, int cores, int bm, int bk, int bn, DType t) {
+  int64_t M = a.size(0), N = b.size(1);
+  Program p = Program::from_library("matmul/matmul.cpp", Grid::cores(cores));
+  p.input("a", a).input("b", b).output("y", {M, N}, t);
+  p.cb("a_cb", bm, bk, t).cb("b_cb", bk, bn, t).cb("y_cb", bm, bn, t);
+  p.constant("BM", bm).constant("BK", bk).constant("BN", bn);
+  p.runtime_args({"start", "count"});
+  auto w = tile::split_work((M / 32 / bm) * (N / 32 / bn), cores);
+  for (int c = 0; c < cores; c++) p.set_runtime_args(c, {w[c].start, w[c].count});
+  return p;
+}
+
+struct Case {
+  std::string name;
+  std::vector<std::string> outputs;
+  double rtol, atol;
+  std::function<Program(Device)> make;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  v.push_back({"add_by_rows", {"y"}, 0, 1e-6, [](Device d) {
+                 Program p = add_program(on(tile_input({128, 96}, 1), d), on(tile_input({128, 96}, 2), d), 4,
+                                         1, 1, DType::F32);
+                 for (int c = 0; c < 4; c++) p.set_runtime_args(c, {c, 1, 0, 3});
+                 return p;
+               }});
+  v.push_back({"add_by_columns_tall_blocks", {"y"}, 0, 1e-6, [](Device d) {
+                 Program p = add_program(on(tile_input({128, 96}, 3), d), on(tile_input({128, 96}, 4), d), 3,
+                                         2, 1, DType::F32);
+                 for (int c = 0; c < 3; c++) p.set_runtime_args(c, {0, 4, c, 1});
+                 return p;
+               }});
+  v.push_back({"add_bf16", {"y"}, 0, 0, [](Device d) {
+                 Program p = add_program(on(tile_input({64, 64}, 5, DType::BF16), d),
+                                         on(tile_input({64, 64}, 6, DType::BF16), d), 2, 1, 2, DType::BF16);
+                 for (int c = 0; c < 2; c++) p.set_runtime_args(c, {c, 1, 0, 2});
+                 return p;
+               }});
+  v.push_back({"add_idle_cores", {"y"}, 0, 1e-6, [](Device d) {
+                 Program p = add_program(on(tile_input({96, 32}, 7), d), on(tile_input({96, 32}, 8), d), 8, 1,
+                                         1, DType::F32);
+                 auto w = tile::split_work(3, 8);
+                 for (int c = 0; c < 8; c++) p.set_runtime_args(c, {w[c].start, w[c].count, 0, 1});
+                 return p;
+               }});
+  v.push_back({"add_unaligned_padded_tiles", {"y"}, 0, 1e-6, [](Device d) {
+                 Program p = add_program(on(tile_input({40, 70}, 9), d), on(tile_input({40, 70}, 10), d), 2,
+                                         1, 1, DType::F32);
+                 p.set_runtime_args(0, {0, 1, 0, 3}).set_runtime_args(1, {1, 1, 0, 3});
+                 return p;
+               }});
+  v.push_back({"scale_elements", {"y"}, 0, 1e-6, [](Device d) {
+                 Program p("scale_elements", kScaleElements, Grid::cores(2));
+                 p.input("x", on(tile_input({50, 70}, 11), d), tile::Indexing::Elements)
+                     .output("y", {50, 70}, DType::F32, tile::Indexing::Elements);
+                 p.cb("x_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
+                 p.runtime_args({"row0"}).set_runtime_args(0, {0}).set_runtime_args(1, {32});
+                 return p;
+               }});
+  v.push_back({"broadcast_mul_add_col", {"y"}, 1e-6, 1e-6, [](Device d) {
+                 Program p = Program::from_library("broadcast/mul_add_col.cpp", Grid::cores(2));
+                 p.input("a", on(tile_input({256, 128}, 21), d))
+                     .input("b", on(tile_input({256, 128}, 22), d))
+                     .input("cvec", on(tile_input({256, 1}, 23), d))
+                     .output("y", {256, 128}, DType::F32);
+                 p.cb("a_cb", 4, 2, DType::F32).cb("b_cb", 4, 2, DType::F32).cb("c_cb", 4, 1, DType::F32);
+                 p.cb("y_cb", 4, 2, DType::F32).constant("BR", 4).constant("BC", 2);
+                 p.runtime_args({"start", "count"}).set_runtime_args(0, {0, 1}).set_runtime_args(1, {1, 1});
+                 return p;
+               }});
+  struct B {
+    const char* name;
+    const char* expr;
+    Shape vshape;
+    int vr, vc;
+  };
+  for (B b : {B{"bcast_cols", "ab + bcast_cols(vb)", {128, 1}, 4, 1},
+              B{"bcast_rows", "ab - bcast_rows(vb)", {1, 128}, 1, 4},
+              B{"bcast_scalar", "ab * bcast_scalar(vb)", {1, 1}, 1, 1}})
+    v.push_back(
+        {b.name, {"y"}, 1e-6, 1e-6, [b](Device d) {
+           Program p(b.name, bcast_kernel(b.expr), Grid::cores(1));
+           p.input("a", on(tile_input({128, 128}, 31), d))
+               .input("v", on(tile_input(b.vshape, 32), d))
+               .output("y", {128, 128}, DType::F32);
+           p.cb("a_cb", 4, 4, DType::F32).cb("v_cb", b.vr, b.vc, DType::F32).cb("y_cb", 4, 4, DType::F32);
+           return p;
+         }});
+  v.push_back({"reduce_math", {"sums", "maxes", "math"}, 1e-5, 1e-5, [](Device d) {
+                 Program p("reduce_math", kReduceMath, Grid::cores(1));
+                 p.input("x", on(tile_input({64, 64}, 41, DType::F32, -2, 2), d))
+                     .output("sums", {1, 64}, DType::F32)
+                     .output("maxes", {64, 1}, DType::F32);
+                 p.output("math", {64, 64}, DType::F32);
+                 p.cb("x_cb", 2, 2, DType::F32).cb("s_cb", 1, 2, DType::F32).cb("m_cb", 2, 1, DType::F32);
+                 p.cb("u_cb", 2, 2, DType::F32);
+                 return p;
+               }});
+  // f32 sums of 128 products: the GPU contracts them into FMAs, the CPU may not
+  v.push_back({"matmul_single_core", {"y"}, 1e-4, 1e-4, [](Device d) {
+                 return matmul_program(on(tile_input({64, 128}, 51), d), on(tile_input({128, 96}, 52), d), 1,
+                                       1, 1, 1, DType::F32);
+               }});
+  v.push_back({"matmul_multi_core_blocks", {"y"}, 1e-4, 1e-4, [](Device d) {
+                 return matmul_program(on(tile_input({128, 128}, 53), d), on(tile_input({128, 128}, 54), d),
+                                       3, 2, 2, 1, DType::F32);
+               }});
+  // bf16 accumulates in f32 and rounds once per K step: a different rounding of the sum (an FMA
+  // on the GPU) may flip the last bf16 bit
+  v.push_back({"matmul_bf16", {"y"}, 1e-2, 1e-2, [](Device d) {
+                 return matmul_program(on(tile_input({64, 64}, 55, DType::BF16), d),
+                                       on(tile_input({64, 64}, 56, DType::BF16), d), 2, 1, 1, 1, DType::BF16);
+               }});
+  v.push_back({"row_multicast", {"y"}, 0, 1e-6, [](Device d) {
+                 Program p("row_multicast", kRowMulticast, Grid::grid2d(2, 3));
+                 p.input("a", on(tile_input({64, 96}, 61), d))
+                     .input("b", on(tile_input({64, 32}, 62), d))
+                     .output("y", {64, 96}, DType::F32);
+                 p.cb("a_cb", 1, 1, DType::F32).cb("b_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
+                 return p;
+               }});
+  v.push_back({"barrier_semaphores", {"y"}, 0, 1e-6, [](Device d) {
+                 Program p("barrier", kBarrier, Grid::grid2d(3, 3));
+                 p.input("x", on(tile_input({96, 96}, 63), d))
+                     .output("y", {96, 96}, DType::F32)
+                     .semaphore("arrived")
+                     .semaphore("go");
+                 p.cb("x_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
+                 return p;
+               }});
+  return v;
+}
+
+// ---- NVRTC compiles every example for sm_90 (no GPU needed) ----
+
+struct Nvrtc {
+  void* lib = nullptr;
+  int (*create)(void**, const char*, const char*, int, const char* const*, const char* const*);
+  int (*compile)(void*, int, const char* const*);
+  int (*log_size)(void*, size_t*);
+  int (*log)(void*, char*);
+  int (*destroy)(void**);
+};
+
+const Nvrtc* nvrtc() {
+  static Nvrtc n = [] {
+    Nvrtc r;
+    for (const char* name :
+         {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"})
+      if ((r.lib = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
+    if (!r.lib) return r;
+    r.create = reinterpret_cast<decltype(r.create)>(dlsym(r.lib, "nvrtcCreateProgram"));
+    r.compile = reinterpret_cast<decltype(r.compile)>(dlsym(r.lib, "nvrtcCompileProgram"));
+    r.log_size = reinterpret_cast<decltype(r.log_size)>(dlsym(r.lib, "nvrtcGetProgramLogSize"));
+    r.log = reinterpret_cast<decltype(r.log)>(dlsym(r.lib, "nvrtcGetProgramLog"));
+    r.destroy = reinterpret_cast<decltype(r.destroy)>(dlsym(r.lib, "nvrtcDestroyProgram"));
+    if (!r.create || !r.compile || !r.log_size || !r.log || !r.destroy) r.lib = nullptr;
+    return r;
+  }();
+  return n.lib ? &n : nullptr;
+}
+
+// "" when NVRTC compiles `src` to sm_90 machine code (so ptxas checked the inline PTX too), else the log.
+std::string nvrtc_errors(const std::string& src) {
+  const Nvrtc* n = nvrtc();
+  void* prog = nullptr;
+  if (n->create(&prog, src.c_str(), "kiln.cu", 0, nullptr, nullptr)) return "nvrtcCreateProgram failed";
+  const char* opts[] = {"--gpu-architecture=sm_90", "-std=c++20", "--fmad=true", "-default-device"};
+  int rc = n->compile(prog, 4, opts);
+  size_t size = 0;
+  n->log_size(prog, &size);
+  std::string log(size, '\0');
+  if (size) n->log(prog, log.data());
+  n->destroy(&prog);
+  return rc == 0 ? "" : "NVRTC error " + std::to_string(rc) + ":\n" + log;
+}
+
+TEST(TileCudaCompile, EveryExampleCompilesWithNvrtcForSm90) {
+  if (!nvrtc()) GTEST_SKIP() << "NVRTC is not installed here";
+  for (auto& c : cases()) {
+    Program p = c.make(Device::cpu());
+    std::string err = nvrtc_errors(p.generated_cuda_source());
+    EXPECT_EQ(err, "") << c.name << "\n" << p.generated_cuda_source();
+  }
+}
+
+// ---- on the GPU ----
+
+TEST(TileCuda, ExamplesMatchTheCpuBackend) {
+  KILN_REQUIRE_GPU();
+  for (auto& c : cases()) {
+    SCOPED_TRACE(c.name);
+    Program cpu = c.make(Device::cpu());
+    cpu.run();
+    Program gpu = c.make(Device::cuda());
+    gpu.run();
+    for (auto& out : c.outputs) {
+      Tensor g = gpu.result(out);
+      EXPECT_TRUE(g.device().is_cuda()) << c.name << ": output '" << out << "' is on " << g.device().str();
+      expect_near_all(g.to(Device::cpu()), cpu.result(out).to_vector<float>(), c.rtol, c.atol);
+    }
+  }
+}
+
+TEST(TileCuda, MatmulMatchesHostReference) {
+  KILN_REQUIRE_GPU();
+  Tensor a = tile_input({128, 128}, 53), b = tile_input({128, 128}, 54);
+  Program p = matmul_program(on(a, Device::cuda()), on(b, Device::cuda()), 3, 2, 2, 1, DType::F32);
+  p.run();
+  auto av = a.to_vector<float>(), bv = b.to_vector<float>();
+  std::vector<float> want(128 * 128, 0);
+  for (int i = 0; i < 128; i++)
+    for (int k = 0; k < 128; k++)
+      for (int j = 0; j < 128; j++) want[i * 128 + j] += av[i * 128 + k] * bv[k * 128 + j];
+  expect_near_all(p.result("y").to(Device::cpu()), want, 1e-4, 1e-4);
+}
+
+TEST(TileCuda, SecondLaunchCompilesNothing) {
+  KILN_REQUIRE_GPU();
+  Device d = Device::cuda();
+  Tensor a = tile_input({64, 64}, 12), b = tile_input({64, 64}, 13);
+  Program p = add_program(on(a, d), on(b, d), 2, 1, 1, DType::F32);
+  p.set_runtime_args(0, {0, 1, 0, 2}).set_runtime_args(1, {1, 1, 0, 2});
+  p.run();
+  Tensor a2 = tile_input({64, 64}, 14), a2_gpu = on(a2, d);
+  int64_t compiles = stats().compiler_invocations, hits = stats().memory_cache_hits;
+  p.input("a", a2_gpu).set_runtime_args(0, {0, 2, 0, 1}).set_runtime_args(1, {0, 2, 1, 1});
+  p.run();
+  EXPECT_EQ(stats().compiler_invocations, compiles);
+  EXPECT_EQ(stats().memory_cache_hits, hits + 1);
+  auto x = a2.to_vector<float>(), y = b.to_vector<float>();
+  for (size_t i = 0; i < x.size(); i++) x[i] += y[i];
+  expect_near_all(p.result("y").to(Device::cpu()), x, 0, 1e-6);
+}
+
+TEST(TileCuda, DeadlockIsReportedByTheWatchdog) {
+  KILN_REQUIRE_GPU();
+  std::string src = R"(
+void reader() {
+  auto xb = x_cb.scoped_reserve();
+  dma(x.slice(0, 0), xb).wait();
+}
+void compute() {
+  auto a = x_cb.scoped_wait();
+  auto b = x_cb.scoped_wait();  // BLOCKS
+  auto yb = y_cb.scoped_reserve();
+  yb.store(a + b);
+}
+void writer() {
+  auto yb = y_cb.scoped_wait();
+  dma(yb, y.slice(0, 0)).wait();
+}
+)";
+  setenv("KILN_TILE_TIMEOUT_MS", "500", 1);
+  Program p("deadlock_gpu", src, Grid::cores(2));
+  p.input("x", on(tile_input({64, 64}, 71), Device::cuda())).output("y", {64, 64}, DType::F32);
+  p.cb("x_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
+  std::string first = error_of([&] { p.run(); });  // compiles, then deadlocks
+  auto start = std::chrono::steady_clock::now();
+  std::string err = error_of([&] { p.run(); });
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  unsetenv("KILN_TILE_TIMEOUT_MS");
+  EXPECT_EQ(first, err);
+  EXPECT_LT(seconds, 5.0) << "the watchdog (500 ms) took " << seconds << " s";
+  EXPECT_EQ(err.rfind("kiln.tile: deadlock on the GPU in kernel 'deadlock_gpu': core 0 ", 0), 0u) << err;
+  EXPECT_NE(err.find("core 0 compute: wait() on CB 'x_cb' (no block pushed) at "), std::string::npos) << err;
+  EXPECT_NE(err.find("deadlock_gpu.cpp:" + std::to_string(line_of(src, "BLOCKS"))), std::string::npos) << err;
+  EXPECT_NE(err.find("core 1 writer: wait() on CB 'y_cb'"), std::string::npos) << err;
+  // the device is still usable after a reported deadlock
+  Program ok = add_program(on(tile_input({32, 32}, 1), Device::cuda()),
+                           on(tile_input({32, 32}, 2), Device::cuda()), 1, 1, 1, DType::F32);
+  ok.set_runtime_args(0, {0, 1, 0, 1});
+  EXPECT_NO_THROW(ok.run());
+}
+
+TEST(TileCuda, OutOfRangeSliceIsAnErrorNotAFault) {
+  KILN_REQUIRE_GPU();
+  std::string src = R"(
+void reader() {
+  auto xb = x_cb.scoped_reserve();
+  dma(x.slice(5, 0), xb).wait();  // OUT OF RANGE
+}
+void compute() {
+  auto xb = x_cb.scoped_wait();
+  auto yb = y_cb.scoped_reserve();
+  yb.store(xb);
+}
+void writer() {
+  auto yb = y_cb.scoped_wait();
+  dma(yb, y.slice(0, 0)).wait();
+}
+)";
+  Program p("bad_slice_gpu", src, Grid::cores(1));
+  p.input("x", on(tile_input({64, 64}, 72), Device::cuda())).output("y", {64, 64}, DType::F32);
+  p.cb("x_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
+  std::string err = error_of([&] { p.run(); });
+  EXPECT_NE(
+      err.find(
+          "kiln.tile: kernel 'bad_slice_gpu' on the GPU core 0 reader: dma between tensor 'x' slice (row 5"),
+      std::string::npos)
+      << err;
+}
+
+TEST(TileCuda, MixedDeviceInputsAreRejected) {
+  KILN_REQUIRE_GPU();
+  Program p =
+      add_program(on(tile_input({32, 32}, 1), Device::cuda()), tile_input({32, 32}, 2), 1, 1, 1, DType::F32);
+  p.set_runtime_args(0, {0, 1, 0, 1});
+  EXPECT_NE(error_of([&] { p.run(); }).find("inputs on the CPU and on cuda:0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln::testing
