@@ -16,6 +16,9 @@ struct Settings {
   std::string cxx;         // KILN_CXX, for tile kernels (default: c++, g++ or clang++ on PATH)
   std::string cache_dir;   // KILN_CACHE_DIR (default ~/.cache/kiln)
   bool profile = false;    // KILN_PROFILE=1: time each schedule's kernels on the device (Stats::device_ms)
+  // KILN_LAYERNORM=tile: F::layer_norm on CPU f32/bf16 tensors runs the tile kernels of
+  // kernels/layernorm (forward and backward) instead of the generated kernels ("generated")
+  std::string layernorm = "generated";
 };
 // Read once from the environment; tests may change them.
 Settings& settings();
@@ -27,7 +30,7 @@ struct Stats {
   int64_t kernels_compiled = 0;
   int64_t memory_cache_hits = 0;
   int64_t disk_cache_hits = 0;
-  double device_ms = 0;  // with Settings::profile: device time of the kernels run (first launch to last)
+  double device_ms = 0;       // with Settings::profile: device time of the kernels run (first launch to last)
   int64_t tile_launches = 0;  // tile programs run (src/tile)
   int64_t arena_bytes = 0;           // memory-plan arenas allocated (their planned peaks, summed)
   int64_t arena_no_reuse_bytes = 0;  // what their intermediates would take without reuse

@@ -47,6 +47,9 @@ enum class Op : uint8_t {
   CONTIGUOUS,
   // autograd marker: the value of its source, through which no gradient flows (removed before scheduling)
   DETACH,
+  // a value computed outside the compiler (a tile kernel) by frontend/external.cpp: created already
+  // realized, so the scheduler reads it as a buffer; arg {id}: the id of its gradient callback
+  EXTERNAL,
   // kernel level
   DEFINE_GLOBAL,
   RANGE,

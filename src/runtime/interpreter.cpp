@@ -528,6 +528,7 @@ Array eval_node(const Node& n, const std::vector<const Array*>& s) {
       if (s.size() != 1) fail(n, "REDUCE needs one source");
       return eval_reduce(n, *s[0]);
     case Op::BUFFER: fail(n, "BUFFER node without a buffer");
+    case Op::EXTERNAL: fail(n, "EXTERNAL node without a buffer (external ops are computed when created)");
     default: break;
   }
   if (ir::is_movement(n.op) || n.op == Op::CONTIGUOUS || n.op == Op::DETACH) {

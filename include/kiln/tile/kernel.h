@@ -463,6 +463,27 @@ class ScopedBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols>
   abi::Loc loc_;
 };
 
+// A block one role fills and reads itself (intermediate values of a compute, e.g. an f32 copy of
+// a centered row): reserved on construction, pushed and taken back (wait + pop) on destruction, so
+// the CB protocol holds with no other role involved. Built on the plain CB ops only.
+template <class CBT>
+class ScratchBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols> {
+ public:
+  ScratchBlock(const CBT& cb, abi::BlockRef ref, abi::Loc l)
+      : Block<typename CBT::value_type, CBT::rows, CBT::cols>(ref), cb_(cb), loc_(l) {}
+  ScratchBlock(const ScratchBlock&) = delete;
+  ScratchBlock& operator=(const ScratchBlock&) = delete;
+  ~ScratchBlock() {
+    detail::rt->cb_push(cb_.id, loc_);
+    detail::rt->cb_wait(cb_.id, loc_);
+    detail::rt->cb_pop(cb_.id, loc_);
+  }
+
+ private:
+  const CBT& cb_;
+  abi::Loc loc_;
+};
+
 // A circular buffer of blocks of R x C tiles of T (ring depth = the host's buffer factor).
 template <class T, int R, int C>
 struct CB {
@@ -486,6 +507,11 @@ struct CB {
   ScopedBlock<CB, false> scoped_wait(KILN_TILE_LOC) const {
     abi::Loc l = detail::loc(line, file);
     return ScopedBlock<CB, false>(*this, KILN_TILE_RT(cb_wait)(id, l), l);
+  }
+  // A compute-local block (see ScratchBlock); the CB needs no other user.
+  ScratchBlock<CB> scoped_scratch(KILN_TILE_LOC) const {
+    abi::Loc l = detail::loc(line, file);
+    return ScratchBlock<CB>(*this, detail::rt->cb_reserve(id, l), l);
   }
 };
 

@@ -254,18 +254,20 @@ void transfer_wait(int id, abi::Loc at) {
   Ctx c = enter();
   if (id < 0 || id >= static_cast<int>(c.core.transfers.size()))
     fail_here(c.lk, "wait() on an unknown transfer", at);
-  TransferState& t = c.core.transfers[id];
-  if (t.waited) return;
-  Slot& s = c.core.cbs[t.block.cb].slots[t.block.slot];
-  if (t.kind == TransferState::McastRecv)
+  if (c.core.transfers[id].waited) return;
+  // by value: other roles of this core may add transfers (growing the vector) while this one blocks
+  const TransferState::Kind kind = c.core.transfers[id].kind;
+  const abi::BlockRef blk = c.core.transfers[id].block;
+  Slot& s = c.core.cbs[blk.cb].slots[blk.slot];
+  if (kind == TransferState::McastRecv)
     block_until(
-        c.lk, [&] { return s.mcast_arrived || s.gen != t.block.gen; },
-        [&] { return "wait() for a multicast into " + cb_name(c.core.cbs[t.block.cb]) + " (none arrived)"; },
-        at);
+        c.lk, [&] { return s.mcast_arrived || s.gen != blk.gen; },
+        [&] { return "wait() for a multicast into " + cb_name(c.core.cbs[blk.cb]) + " (none arrived)"; }, at);
+  TransferState& t = c.core.transfers[id];
   t.waited = true;
-  if (s.gen == t.block.gen) {
-    if (t.kind == TransferState::Write) s.pending_out--;
-    if (t.kind == TransferState::Read || t.kind == TransferState::McastRecv) s.pending_in--;
+  if (s.gen == blk.gen) {
+    if (kind == TransferState::Write) s.pending_out--;
+    if (kind == TransferState::Read || kind == TransferState::McastRecv) s.pending_in--;
   }
   notify_progress(c.L);
 }

@@ -1,0 +1,151 @@
+// Host side of the layernorm kernels (kernels/layernorm): forward over rows, and backward with its
+// three weight-gradient strategies (one core, over columns, over rows with a cross-core reduction).
+#include <bit>
+
+#include "kiln/error.h"
+#include "kiln/tile_ops.h"
+#include "tile/ops/view2d.h"
+
+namespace kiln::tile {
+
+namespace {
+
+DType data_dtype(const char* op, const Tensor& x) {
+  if (x.dtype() != DType::F32 && x.dtype() != DType::BF16)
+    throw Error(std::string("kiln.tile: ") + op + ": x has dtype " + dtype_name(x.dtype()) +
+                "; the tile layernorm kernels take f32 or bf16");
+  return x.dtype();
+}
+
+void check_row(const char* op, const char* what, const Tensor& v, int64_t C) {
+  if (v.numel() != C)
+    throw Error(std::string("kiln.tile: ") + op + ": " + what + " of shape " + shape_str(v.shape()) +
+                " for rows of " + std::to_string(C) + " elements");
+}
+
+void set_row_split(Program& p, int64_t row_tiles, int cores, const std::vector<Work>& pieces) {
+  auto w = split_work(row_tiles, cores);
+  for (int k = 0; k < cores; k++)
+    p.set_runtime_args(k, {w[k].start, w[k].count, pieces[k].start, pieces[k].count});
+}
+
+// backward.cpp on `grid`: dx, and with wgrad the weight gradients reduced across the grid.
+LayerNormBackward backward_rows(const Tensor& dout, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                                const Tensor& rstd, const Tensor& dw_in, const Tensor& db_in, bool wgrad,
+                                Grid grid) {
+  DType t = x.dtype(), gt = dw_in.dtype(), f32 = DType::F32;
+  auto [N, C] = ops::view2d(x);
+  int64_t CT = ops::tiles(C);
+  Program p = Program::from_library("layernorm/backward.cpp", grid);
+  p.input("x", x).input("dout", dout.to(t)).input("w", weight.to(t));
+  p.input("mean", mean.reshape({N, 1})).input("rstd", rstd.reshape({N, 1}));
+  p.input("dweight_in", dw_in).input("dbias_in", db_in.to(gt));
+  p.output("dx", x.shape(), t).output("dweight", {C}, gt).output("dbias", {C}, gt);
+  p.output("part_dw", {grid.rows, C}, f32, Indexing::Elements)
+      .output("part_db", {grid.rows, C}, f32, Indexing::Elements);
+  p.cb("w_cb", 1, CT, t).cb("x_cb", 1, CT, t).cb("dout_cb", 1, CT, t);
+  p.cb("mean_cb", 1, 1, f32).cb("rstd_cb", 1, 1, f32).cb("dx_cb", 1, CT, t);
+  for (const char* s : {"norm_cb", "dnorm_cb", "dw_acc_cb", "db_acc_cb"}) p.cb(s, 1, CT, f32, 1);
+  p.cb("dnorm_mean_cb", 1, 1, f32, 1).cb("dnorm_norm_mean_cb", 1, 1, f32, 1);
+  p.cb("recv_dw_cb", 1, CT, f32).cb("recv_db_cb", 1, CT, f32).cb("dw_sum_cb", 1, CT, f32, 1);
+  p.cb("db_sum_cb", 1, CT, f32, 1).cb("dw_in_cb", 1, 1, gt).cb("db_in_cb", 1, 1, gt);
+  p.cb("part_cb", 1, 1, f32)
+      .cb("tile_acc_cb", 1, 1, f32, 1)
+      .cb("dw_out_cb", 1, 1, gt)
+      .cb("db_out_cb", 1, 1, gt);
+  p.semaphore("arrived").semaphore("go");
+  p.constant("CT", CT).constant("n_cols", C).constant("WGRAD", wgrad ? 1 : 0);
+  p.runtime_args({"start", "count", "piece_start", "piece_count"});
+  int cores = grid.size();
+  set_row_split(p, ops::tiles(N), cores, split_work(wgrad ? CT : 0, cores));
+  p.run();
+  if (!wgrad) return {p.result("dx"), Tensor(), Tensor()};
+  return {p.result("dx"), p.result("dweight"), p.result("dbias")};
+}
+
+// backward_wgrad_cols.cpp on `cores` cores: dweight and dbias, each core a range of tile columns.
+std::pair<Tensor, Tensor> wgrad_cols(const Tensor& dout, const Tensor& x, const Tensor& mean,
+                                     const Tensor& rstd, const Tensor& dw_in, const Tensor& db_in,
+                                     int cores) {
+  DType t = x.dtype(), gt = dw_in.dtype(), f32 = DType::F32;
+  auto [N, C] = ops::view2d(x);
+  int64_t RT = ops::tiles(N), CT = ops::tiles(C);
+  int br = ops::block_dividing(RT, 8);
+  Program p = Program::from_library("layernorm/backward_wgrad_cols.cpp", Grid::cores(cores));
+  p.input("x", x)
+      .input("dout", dout.to(t))
+      .input("mean", mean.reshape({N, 1}))
+      .input("rstd", rstd.reshape({N, 1}));
+  p.input("dweight_in", dw_in).input("dbias_in", db_in.to(gt));
+  p.output("dweight", {C}, gt).output("dbias", {C}, gt);
+  p.cb("x_cb", br, 1, t).cb("dout_cb", br, 1, t).cb("mean_cb", br, 1, f32).cb("rstd_cb", br, 1, f32);
+  p.cb("dw_in_cb", 1, 1, gt)
+      .cb("db_in_cb", 1, 1, gt)
+      .cb("dw_acc_cb", 1, 1, f32, 1)
+      .cb("db_acc_cb", 1, 1, f32, 1);
+  p.cb("dw_out_cb", 1, 1, gt).cb("db_out_cb", 1, 1, gt);
+  p.constant("BR", br).runtime_args({"start", "count"});
+  auto w = split_work(CT, cores);
+  for (int k = 0; k < cores; k++) p.set_runtime_args(k, {w[k].start, w[k].count});
+  p.run();
+  return {p.result("dweight"), p.result("dbias")};
+}
+
+}  // namespace
+
+LayerNormForward layernorm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                                   int cores) {
+  DType t = data_dtype("layernorm_forward", x), f32 = DType::F32;
+  auto [N, C] = ops::view2d(x);
+  check_row("layernorm_forward", "weight", weight, C);
+  check_row("layernorm_forward", "bias", bias, C);
+  int64_t CT = ops::tiles(C);
+  Program p = Program::from_library("layernorm/forward.cpp", Grid::cores(cores));
+  p.input("x", x).input("w", weight.to(t)).input("b", bias.to(t)).input("valid", ones({1, C}));
+  p.output("out", x.shape(), t).output("mean", {N, 1}, f32).output("rstd", {N, 1}, f32);
+  p.cb("w_cb", 1, CT, t, 1).cb("b_cb", 1, CT, t, 1).cb("valid_cb", 1, CT, f32, 1).cb("x_cb", 1, CT, t);
+  p.cb("xc_cb", 1, CT, f32, 1).cb("mean_cb", 1, 1, f32).cb("rstd_cb", 1, 1, f32).cb("out_cb", 1, CT, t);
+  p.constant("CT", CT).constant("n_cols", C);
+  p.constant("eps_bits", std::bit_cast<uint32_t>(static_cast<float>(eps)));
+  p.runtime_args({"start", "count"});
+  auto w = split_work(ops::tiles(N), cores);
+  for (int k = 0; k < cores; k++) p.set_runtime_args(k, {w[k].start, w[k].count});
+  p.run();
+  return {p.result("out"), p.result("mean").reshape({N}), p.result("rstd").reshape({N})};
+}
+
+LayerNormBackward layernorm_backward(const Tensor& dout, const Tensor& x, const Tensor& weight,
+                                     const Tensor& mean, const Tensor& rstd, const Tensor& dweight_in,
+                                     const Tensor& dbias_in, WeightGrads strategy, Grid grid) {
+  data_dtype("layernorm_backward", x);
+  auto [N, C] = ops::view2d(x);
+  if (dout.shape() != x.shape())
+    throw Error("kiln.tile: layernorm_backward: dout " + shape_str(dout.shape()) + " for x " +
+                shape_str(x.shape()));
+  check_row("layernorm_backward", "weight", weight, C);
+  check_row("layernorm_backward", "mean", mean, N);
+  check_row("layernorm_backward", "rstd", rstd, N);
+  Tensor dw_in = dweight_in.defined() ? dweight_in.reshape({C}) : zeros({C}).to(weight.dtype());
+  Tensor db_in = dbias_in.defined() ? dbias_in.reshape({C}) : zeros({C}).to(dw_in.dtype());
+  check_row("layernorm_backward", "dweight_in", dw_in, C);
+  check_row("layernorm_backward", "dbias_in", db_in, C);
+  switch (strategy) {
+    case WeightGrads::SingleCore:
+      return backward_rows(dout, x, weight, mean, rstd, dw_in, db_in, true, Grid::grid2d(1, 1));
+    case WeightGrads::OverRows:
+      if (!grid.is_2d)
+        throw Error(
+            "kiln.tile: layernorm_backward: WeightGrads::OverRows reduces across a 2D grid; pass "
+            "Grid::grid2d(rows, cols), not a plain core count");
+      return backward_rows(dout, x, weight, mean, rstd, dw_in, db_in, true, grid);
+    case WeightGrads::OverColumns: {
+      LayerNormBackward r =
+          backward_rows(dout, x, weight, mean, rstd, dw_in, db_in, false, Grid::grid2d(1, grid.size()));
+      std::tie(r.dweight, r.dbias) = wgrad_cols(dout, x, mean, rstd, dw_in, db_in, grid.size());
+      return r;
+    }
+  }
+  throw Error("kiln.tile: layernorm_backward: unknown strategy");
+}
+
+}  // namespace kiln::tile

@@ -1,0 +1,32 @@
+// Host side of y = a * b + tanh(c) (kernels/broadcast/mul_add_tanh_{rows,cols}.cpp): block shapes,
+// the split of block rows or block columns over the cores.
+#include "kiln/error.h"
+#include "kiln/tile_ops.h"
+#include "tile/ops/view2d.h"
+
+namespace kiln::tile {
+
+Tensor mul_add_tanh(const Tensor& a, const Tensor& b, const Tensor& c, Split split, int cores) {
+  auto [M, N] = ops::view2d(a);
+  if (b.shape() != a.shape() || c.numel() != N)
+    throw Error("kiln.tile: mul_add_tanh: a " + shape_str(a.shape()) + " and b " + shape_str(b.shape()) +
+                " must have one shape and c " + shape_str(c.shape()) + " one row of " + std::to_string(N) +
+                " elements");
+  DType t = a.dtype();
+  int64_t RT = ops::tiles(M), CT = ops::tiles(N);
+  bool rows = split == Split::Rows;
+  // rows: thin blocks along a row (c is re-read per block row anyway); cols: tall blocks down a column
+  int br = rows ? 1 : ops::block_dividing(RT, 8), bc = rows ? ops::block_dividing(CT, 8) : 1;
+  Program p = Program::from_library(
+      rows ? "broadcast/mul_add_tanh_rows.cpp" : "broadcast/mul_add_tanh_cols.cpp", Grid::cores(cores));
+  p.input("a", a).input("b", b.to(t)).input("cvec", c.reshape({1, N}).to(t)).output("y", a.shape(), t);
+  p.cb("a_cb", br, bc, t).cb("b_cb", br, bc, t).cb("c_cb", 1, bc, t).cb("y_cb", br, bc, t);
+  if (!rows) p.cb("tc_cb", 1, bc, DType::F32, 1);
+  p.constant("BR", br).constant("BC", bc).runtime_args({"start", "count"});
+  auto w = split_work(rows ? RT / br : CT / bc, cores);
+  for (int k = 0; k < cores; k++) p.set_runtime_args(k, {w[k].start, w[k].count});
+  p.run();
+  return p.result("y");
+}
+
+}  // namespace kiln::tile

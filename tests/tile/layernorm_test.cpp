@@ -1,0 +1,117 @@
+// The layernorm kernels: forward over rows, backward with one core, over columns and over rows with
+// the cross-core reduction on a 2D grid, gradient accumulation; shapes not multiples of 32, several
+// core counts, f32 and bf16, each against the float64 reference with its error report.
+#include "tile/kernel_report.h"
+
+namespace kiln::testing {
+namespace {
+
+using tile::Grid;
+using tile::WeightGrads;
+
+constexpr double kEps = 1e-5;
+
+struct Case {
+  Tensor x, w, b, dout;
+  int64_t N, C;
+};
+
+Case make_case(int64_t N, int64_t C, DType t) {
+  // an offset mean makes a masking mistake (padded columns in the variance) visible
+  return Case{tile_input({N, C}, 111, t, 0.5, 2.5),
+              tile_input({C}, 112, t, 0.5, 1.5),
+              tile_input({C}, 113, t),
+              tile_input({N, C}, 114, t),
+              N,
+              C};
+}
+
+std::string shape_name(const Case& k) { return std::to_string(k.N) + "x" + std::to_string(k.C); }
+
+void check_forward(int64_t N, int64_t C, int cores, DType t) {
+  Case k = make_case(N, C, t);
+  auto got = tile::layernorm_forward(k.x, k.w, k.b, kEps, cores);
+  auto want = tile::ref::layernorm_forward(ref_values(k.x), ref_values(k.w), ref_values(k.b), N, C, kEps);
+  std::string name = "layernorm fwd " + shape_name(k) + " on " + std::to_string(cores);
+  bool f32 = t == DType::F32;
+  report_errors(name + " out", t, got.out, want.out, f32 ? 2e-5 : 5e-2);
+  report_errors(name + " mean", t, got.mean, want.mean, f32 ? 1e-6 : 1e-5);
+  report_errors(name + " rstd", t, got.rstd, want.rstd, f32 ? 1e-5 : 1e-4);
+}
+
+TEST(TileLayerNorm, ForwardOverRows) {
+  for (int cores : {1, 3, 8}) check_forward(70, 100, cores, DType::F32);
+  check_forward(33, 65, 3, DType::F32);
+  check_forward(64, 96, 2, DType::F32);  // aligned
+}
+
+TEST(TileLayerNorm, ForwardBf16) { check_forward(70, 100, 3, DType::BF16); }
+
+// Backward checked against the reference fed with the forward's own mean and rstd.
+void check_backward(int64_t N, int64_t C, WeightGrads s, Grid grid, DType t, bool accumulate) {
+  Case k = make_case(N, C, t);
+  auto fwd = tile::layernorm_forward(k.x, k.w, k.b, kEps, 2);
+  Tensor dw_in, db_in;
+  if (accumulate) dw_in = tile_input({C}, 115, t), db_in = tile_input({C}, 116, t);
+  auto got = tile::layernorm_backward(k.dout, k.x, k.w, fwd.mean, fwd.rstd, dw_in, db_in, s, grid);
+  auto want = tile::ref::layernorm_backward(ref_values(k.dout), ref_values(k.x), ref_values(k.w),
+                                            ref_values(fwd.mean), ref_values(fwd.rstd), N, C);
+  if (accumulate) {
+    auto dw0 = ref_values(dw_in), db0 = ref_values(db_in);
+    for (int64_t j = 0; j < C; j++) want.dweight[j] += dw0[j], want.dbias[j] += db0[j];
+  }
+  const char* sname = s == WeightGrads::SingleCore    ? "single"
+                      : s == WeightGrads::OverColumns ? "cols"
+                                                      : "rows";
+  std::string name = std::string("layernorm bwd ") + sname + (accumulate ? " += " : " ") + shape_name(k) +
+                     " on " + std::to_string(grid.rows) + "x" + std::to_string(grid.cols);
+  bool f32 = t == DType::F32;
+  EXPECT_EQ(got.dx.shape(), k.x.shape());
+  EXPECT_EQ(got.dweight.shape(), Shape{C});
+  report_errors(name + " dx", t, got.dx, want.dx, f32 ? 1e-4 : 8e-2);
+  report_errors(name + " dweight", t, got.dweight, want.dweight, f32 ? 2e-4 : 0.25);
+  report_errors(name + " dbias", t, got.dbias, want.dbias, f32 ? 2e-4 : 0.25);
+}
+
+TEST(TileLayerNorm, BackwardSingleCore) {
+  check_backward(70, 100, WeightGrads::SingleCore, Grid::cores(1), DType::F32, false);
+  check_backward(33, 65, WeightGrads::SingleCore, Grid::cores(1), DType::F32, false);
+}
+
+TEST(TileLayerNorm, BackwardWeightGradsOverColumns) {
+  for (int cores : {1, 3, 8})
+    check_backward(70, 100, WeightGrads::OverColumns, Grid::cores(cores), DType::F32, false);
+  check_backward(33, 65, WeightGrads::OverColumns, Grid::cores(3), DType::F32, false);
+}
+
+TEST(TileLayerNorm, BackwardWeightGradsOverRowsReducedAcrossTheGrid) {
+  check_backward(70, 100, WeightGrads::OverRows, Grid::grid2d(1, 3), DType::F32, false);
+  check_backward(70, 100, WeightGrads::OverRows, Grid::grid2d(3, 1), DType::F32, false);
+  check_backward(70, 100, WeightGrads::OverRows, Grid::grid2d(2, 4), DType::F32, false);
+  check_backward(33, 65, WeightGrads::OverRows, Grid::grid2d(2, 2), DType::F32, false);
+}
+
+TEST(TileLayerNorm, BackwardAccumulatesIntoExistingGradients) {
+  check_backward(70, 100, WeightGrads::SingleCore, Grid::cores(1), DType::F32, true);
+  check_backward(70, 100, WeightGrads::OverColumns, Grid::cores(3), DType::F32, true);
+  check_backward(70, 100, WeightGrads::OverRows, Grid::grid2d(2, 4), DType::F32, true);
+}
+
+TEST(TileLayerNorm, BackwardBf16) {
+  check_backward(70, 100, WeightGrads::SingleCore, Grid::cores(1), DType::BF16, true);
+  check_backward(70, 100, WeightGrads::OverColumns, Grid::cores(3), DType::BF16, true);
+  check_backward(70, 100, WeightGrads::OverRows, Grid::grid2d(2, 2), DType::BF16, true);
+}
+
+TEST(TileLayerNorm, OverRowsNeedsA2DGrid) {
+  Case k = make_case(33, 65, DType::F32);
+  auto fwd = tile::layernorm_forward(k.x, k.w, k.b, kEps, 1);
+  std::string err = error_of([&] {
+    tile::layernorm_backward(k.dout, k.x, k.w, fwd.mean, fwd.rstd, {}, {}, WeightGrads::OverRows,
+                             Grid::cores(4));
+  });
+  EXPECT_NE(err.find("WeightGrads::OverRows reduces across a 2D grid"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace kiln::testing
