@@ -17,16 +17,18 @@ step() { echo; echo "=== $*"; }
 
 step build
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release ${KILN_GTEST_SOURCE_DIR:+-DKILN_GTEST_SOURCE_DIR=$KILN_GTEST_SOURCE_DIR} >/dev/null || exit 1
-cmake --build "$BUILD" -j "$JOBS" --target kiln_tests kiln_cli bench_gpu 2>&1 | grep -E "error|warning" ; true
+cmake --build "$BUILD" -j "$JOBS" --target kiln_tests kiln_cli bench_gpu bench_gpt2_gpu 2>&1 | grep -E "error|warning" ; true
 "$BUILD"/tools/kiln info || status=1
 
 step "CUDA tests"
-"$BUILD"/tests/kiln_tests --gtest_filter='Cuda*:RenderCuda*' 2>&1 | tee "$OUT/cuda_tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure|error" ; test "${PIPESTATUS[0]}" = 0 || status=1
+"$BUILD"/tests/kiln_tests --gtest_filter='Cuda*:RenderCuda*:CuBLASLt*:TileCuda*' 2>&1 | tee "$OUT/cuda_tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure|error" ; test "${PIPESTATUS[0]}" = 0 || status=1
 
 if [ -z "${SKIP_SUITE:-}" ]; then
   step "op suite on the GPU (KILN_DEVICE=cuda)"
-  # tests of the CPU backend itself (C source, the C compiler's cache, threads) do not apply
-  (cd "$BUILD" && KILN_DEVICE=cuda ctest -j "$JOBS" --timeout 300 -E "${SUITE_EXCLUDE:-^install}" \
+  # tests of the CPU backend itself (C source, the C compiler and its cache, the tile model's
+  # CPU-only checks) do not apply
+  cpu_only='^install|^tool\.|ProgramCache\.|Introspection\.(DotProduct|DebugLevels)|Errors\.(NoCompilerFound|KernelFailsToCompile)|TileErrors\.'
+  (cd "$BUILD" && KILN_DEVICE=cuda ctest -j "$JOBS" --timeout 300 -E "${SUITE_EXCLUDE:-$cpu_only}" \
      --output-on-failure > "$OUT/suite.log" 2>&1); rc=$?
   grep -E "tests passed|Failed|\*\*\*" "$OUT/suite.log" | tail -60; [ $rc = 0 ] || status=1
 fi
@@ -49,6 +51,11 @@ if [ -z "${SKIP_BENCH:-}" ]; then
     python3 bench/torch_gpu.py "$@" > "$OUT/torch.jsonl" 2> "$OUT/torch.err" || { tail -5 "$OUT/torch.err"; status=1; }
   else
     : > "$OUT/torch.jsonl"
+  fi
+  if [ -n "${GPT:-}" ]; then  # GPT="B T steps jit": GPT-2 124M training steps
+    step "GPT-2 124M training"
+    KILN_TF32=1 "$BUILD"/bench/bench_gpt2_gpu $GPT >> "$OUT/kiln.jsonl" 2> "$OUT/gpt2.err"; rc=$?
+    grep -E "step|error|Error" "$OUT/gpt2.err" | tail -12; [ $rc = 0 ] || status=1
   fi
   step "table"
   python3 bench/gpu_table.py "$OUT/kiln.jsonl" "$OUT/torch.jsonl"

@@ -65,8 +65,14 @@ NodeRef merge_reduces(const NodeRef& ast, std::vector<std::string>& log) {
   for (bool merged = true; merged;) {
     merged = false;
     std::vector<NodeRef> reds;
+    // only reduces with no reduce inside them (a row kernel nests a row's mean in its variance):
+    // renaming the loops of one that holds another could make the two share a loop
     for (auto& n : ir::toposort({cur}))
-      if (n->op == Op::REDUCE) reds.push_back(n);
+      if (n->op == Op::REDUCE) {
+        bool nested = false;
+        for (auto& x : ir::toposort({n->src[0]})) nested |= x->op == Op::REDUCE;
+        if (!nested) reds.push_back(n);
+      }
     for (size_t i = 0; i < reds.size() && !merged; i++)
       for (size_t j = i + 1; j < reds.size() && !merged; j++) {
         auto &a = reds[i], &b = reds[j];

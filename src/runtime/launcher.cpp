@@ -2,6 +2,7 @@
 #include "runtime/launcher.h"
 
 #include "kiln/debug.h"
+#include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/program_cache.h"
 #include "runtime/thread_pool.h"
 
@@ -39,8 +40,19 @@ namespace {
 class CudaLauncher : public Launcher {
  public:
   void launch(const Launch& l, void** args) override {
-    cuda::launch(l.device.index, l.cuda_fn, l.cuda, std::vector<void*>(args, args + l.nargs));
     stats().kernels_run++;
+    if (l.gemm) {
+      const schedule::MatchedMatmul& m = *l.gemm;
+      auto at = [&](int input, int64_t bytes) {
+        return reinterpret_cast<cuda::CUdeviceptr>(args[l.nouts + static_cast<size_t>(input)]) +
+               static_cast<cuda::CUdeviceptr>(bytes);
+      };
+      if (cuda::gemm(l.device.index, m.desc, at(m.a_input, l.a_bytes), at(m.b_input, l.b_bytes),
+                     reinterpret_cast<cuda::CUdeviceptr>(args[0]),
+                     m.bias_input >= 0 ? at(m.bias_input, l.bias_bytes) : 0))
+        return;
+    }
+    cuda::launch(l.device.index, l.cuda_fn, l.cuda, std::vector<void*>(args, args + l.nargs));
   }
 };
 }  // namespace

@@ -10,6 +10,7 @@
 #include "codegen/render_cuda.h"
 #include "runtime/buffer.h"
 #include "runtime/cuda/api.h"
+#include "schedule/match_matmul.h"
 #include "runtime/program_cache.h"
 
 namespace kiln::runtime {
@@ -23,6 +24,11 @@ struct Launch {
   cuda::CUfunction cuda_fn = nullptr;  // CUDA: the loaded kernel and how it maps onto threads
   codegen::CudaLaunch cuda;
   size_t nargs = 0;  // CUDA: kernel parameters (one buffer each)
+  // CUDA: a matmul cuBLASLt runs instead of the kernel (which stays the fallback); its operands are
+  // args[nouts + input index]
+  std::shared_ptr<const schedule::MatchedMatmul> gemm;
+  size_t nouts = 0;
+  int64_t a_bytes = 0, b_bytes = 0, bias_bytes = 0;  // the operands' offsets in their buffers
 };
 
 // A launch whose argument j is slots[slots_of_args[j]] of the table replay() is given.

@@ -22,6 +22,7 @@
 #include "runtime/launcher.h"
 #include "runtime/program_cache.h"
 #include "runtime/survivors.h"
+#include "schedule/match_matmul.h"
 #include "schedule/memory_plan.h"
 #include "schedule/schedule.h"
 
@@ -112,6 +113,43 @@ std::vector<Launch> load(const std::vector<std::shared_ptr<const codegen::Lowere
   return out;
 }
 
+// Large matmuls on CUDA go to cuBLASLt (the generated kernel stays the fallback): those whose
+// every dim is at least 64 and that do at least 2^24 multiply-adds.
+void use_library_gemm(Launch& l, const schedule::Kernel& k) {
+  static std::mutex mu;
+  static std::unordered_map<const ir::Node*, std::pair<NodeRef, std::shared_ptr<const schedule::MatchedMatmul>>>
+      cache;
+  std::shared_ptr<const schedule::MatchedMatmul> m;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(k.ast.get());
+    if (it == cache.end()) {
+      auto found = schedule::match_matmul(k);
+      std::shared_ptr<const schedule::MatchedMatmul> keep;
+      if (found) {
+        const auto& d = found->desc;
+        bool large = d.m >= 64 && d.n >= 64 && d.k >= 64 &&
+                     static_cast<double>(d.batch) * static_cast<double>(d.m) * static_cast<double>(d.n) *
+                             static_cast<double>(d.k) >= static_cast<double>(1 << 24);
+        if (large) keep = std::make_shared<const schedule::MatchedMatmul>(*found);
+      }
+      it = cache.emplace(k.ast.get(), std::make_pair(k.ast, keep)).first;
+    }
+    m = it->second.second;
+  }
+  if (!m) return;
+  auto with_tf32 = std::make_shared<schedule::MatchedMatmul>(*m);
+  with_tf32->desc.allow_tf32 = settings().tf32;
+  l.gemm = with_tf32;
+  l.nouts = k.outputs.size();
+  auto bytes = [&](int input, int64_t offset) {
+    return input < 0 ? 0 : offset * dtype_size(k.inputs[static_cast<size_t>(input)]->dtype);
+  };
+  l.a_bytes = bytes(m->a_input, m->a_offset);
+  l.b_bytes = bytes(m->b_input, m->b_offset);
+  l.bias_bytes = bytes(m->bias_input, m->bias_offset);
+}
+
 }  // namespace
 
 void realize(const std::vector<NodeRef>& roots, Device device) {
@@ -154,6 +192,9 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
       bufs.push_back(in->buffer->data);
       bytes += static_cast<int64_t>(in->buffer->nbytes());
     }
+    Launch launch = runners[i];
+    launch.parallel = launch.parallel && p.flops + static_cast<double>(k.outputs[0]->numel()) >= 32768;
+    if (device.is_cuda()) use_library_gemm(launch, k);
     if (settings().debug >= 3) {
       std::cerr << "kiln: kernel " << i << " " << p.name << " -> " << shape_str(k.outputs[0]->shape) << " "
                 << dtype_name(k.outputs[0]->dtype)
@@ -161,10 +202,9 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
                 << ", reads " << k.inputs.size() << " buffers, opts:";
       for (auto& o : lowered[i]->opts) std::cerr << " " << o;
       std::cerr << (lowered[i]->opts.empty() ? " none" : "")
-                << (p.outer_size > 1 && device.is_cpu() ? ", THREAD" : "") << "\n";
+                << (p.outer_size > 1 && device.is_cpu() ? ", THREAD" : "")
+                << (launch.gemm ? ", cuBLASLt (the kernel is the fallback)" : "") << "\n";
     }
-    Launch launch = runners[i];
-    launch.parallel = launch.parallel && p.flops + static_cast<double>(k.outputs[0]->numel()) >= 32768;
     if (LaunchObserver* obs = launch_observer()) {
       std::vector<std::shared_ptr<Buffer>> ins;
       for (auto& in : k.inputs) ins.push_back(in->buffer);

@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "helpers.h"
+#include "codegen/passes.h"
+#include "ir/graph_rewrite.h"
 #include "schedule/schedule.h"
 
 using namespace kiln;
@@ -49,7 +51,20 @@ TEST(Fusion, SoftmaxIsAtMostThreeKernels) {
 TEST(Fusion, SharedReduceIsComputedOnce) {
   Tensor x = r({16, 32}, 11);
   Tensor s = x.sum(1, true);
-  EXPECT_EQ(kernels_for({x - s}), 2);  // s is broadcast: realized, not recomputed per element
+  // a row's sum broadcast back over the row: one kernel that sums each row once, before the loop
+  // over the row (so the kernel does O(rows * cols) work, not O(rows * cols^2))
+  EXPECT_EQ(kernels_for({x - s}), 1);
+  auto sched = schedule::make_schedule(ir::rewrite_graph({(x - s).node()}));
+  ASSERT_EQ(sched.kernels.size(), 1u);
+  EXPECT_LT(codegen::lower(sched.kernels[0].ast).program.flops, 8.0 * 16 * 32);  // per element: 32x more
+  Tensor c = x.sum(0, true);  // a column's sum is not a row: realized, as before
+  EXPECT_EQ(kernels_for({x - c}), 2);
+}
+
+TEST(Fusion, LayerNormForwardIsOneKernel) {
+  Tensor x = r({8, 48}, 13), w = r({48}, 14), b = r({48}, 15);
+  EXPECT_EQ(kernels_for({F::layer_norm(x, {48}, w, b)}), 1);
+  EXPECT_TRUE(kiln::testing::expect_matches_reference(F::layer_norm(x, {48}, w, b), 1e-5, 1e-5));
 }
 
 TEST(Fusion, ContiguousIsARealizePoint) {
