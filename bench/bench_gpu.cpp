@@ -3,6 +3,7 @@
 // a whole call (graph building, scheduling and launch included), and bytes or FLOPs for rates.
 // Usage: bench_gpu [G1 G2 ...]   (default: all). Results are checked against a CPU reference first.
 #include <kiln/kiln.h>
+#include <kiln/tile_ops.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench_util.h"
@@ -179,6 +181,55 @@ void g7() {
   report("G7", "attention_fwd_b16h12t1024d64_bf16", time_step(f, 5, 1), 0, flops, kernels_of(f));
 }
 
+// The tile kernels (kernels/) on the GPU for G1, G2 and G3: wall time of a whole synchronized call.
+Timing time_wall(const std::function<void()>& fn, int reps = 20, int warmup = 3) {
+  for (int i = 0; i < warmup; i++) fn();
+  synchronize(gpu);
+  std::vector<double> wall;
+  for (int i = 0; i < reps; i++) {
+    auto t0 = std::chrono::steady_clock::now();
+    fn();
+    synchronize(gpu);
+    wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3);
+  }
+  std::sort(wall.begin(), wall.end());
+  return {wall[wall.size() / 2], wall[wall.size() / 2]};
+}
+
+void tile_kernels() {
+  int cores = 264;
+  {
+    int64_t R = 8192, C = 8192;
+    Tensor a = randn({R, C}, {.device = gpu}), b = randn({R, C}, {.device = gpu}), c = randn({1, C}, {.device = gpu});
+    Tensor ref = (a.slice(0, 0, 64) * b.slice(0, 0, 64) + c.tanh()).to(Device::cpu());
+    for (auto [split, name] : {std::pair{tile::Split::Rows, "tile_rows"}, std::pair{tile::Split::Cols, "tile_cols"}}) {
+      Tensor y = tile::mul_add_tanh(a, b, c, split, cores);
+      check(name, rel_err(y.slice(0, 0, 64).to(Device::cpu()), ref), 1e-5);
+      report("G1", (std::string("eltwise_bcast_8192x8192_f32_") + name).c_str(),
+             time_wall([&] { tile::mul_add_tanh(a, b, c, split, cores); }), 3.0 * R * C * 4, 0, 1);
+    }
+  }
+  int64_t N = 32768, C = 768;
+  Tensor x = randn({N, C}, {.device = gpu}), w = randn({C}, {.device = gpu}), bb = randn({C}, {.device = gpu}),
+         dy = randn({N, C}, {.device = gpu});
+  auto f = tile::layernorm_forward(x, w, bb, 1e-5, cores);
+  Tensor ref = F::layer_norm(x.slice(0, 0, 16).to(Device::cpu()), {C}, w.to(Device::cpu()), bb.to(Device::cpu()));
+  check("G2 tile", rel_err(f.out.slice(0, 0, 16).to(Device::cpu()), ref), 1e-5);
+  report("G2", "layernorm_fwd_32768x768_f32_tile", time_wall([&] { tile::layernorm_forward(x, w, bb, 1e-5, cores); }),
+         2.0 * N * C * 4, 0, 1);
+  for (auto [strategy, name, grid] :
+       {std::tuple{tile::WeightGrads::OverColumns, "cols", tile::Grid::cores(cores)},
+        std::tuple{tile::WeightGrads::OverRows, "rows_grid", tile::Grid::grid2d(8, 16)}}) {
+    auto fb = [&] {
+      auto fw = tile::layernorm_forward(x, w, bb, 1e-5, cores);
+      tile::layernorm_backward(dy, x, w, fw.mean, fw.rstd, Tensor(), Tensor(), strategy, grid);
+    };
+    fb();
+    report("G3", (std::string("layernorm_fwdbwd_32768x768_f32_tile_") + name).c_str(), time_wall(fb, 10, 2),
+           5.0 * N * C * 4, 0, 2);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -200,5 +251,7 @@ int main(int argc, char** argv) {
   if (on("G5")) g5();
   if (on("G6")) g6(2048);
   if (on("G7")) g7();
+  if (on("G6big")) g6(8192);
+  if (on("tile")) tile_kernels();
   return 0;
 }

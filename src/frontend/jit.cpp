@@ -89,7 +89,8 @@ struct Step {
       std::ostringstream os;
       const auto& l = launches[i];
       os << "launch " << i << " (" << l.launch.name << ", program "
-         << reinterpret_cast<const void*>(l.launch.fn) << ") on:";
+         << (l.launch.fn ? reinterpret_cast<const void*>(l.launch.fn) : l.launch.cuda_fn)
+         << (l.launch.gemm ? " via cuBLASLt" : "") << ") on:";
       for (int32_t a : l.args) os << " [" << slots[static_cast<size_t>(a)].describe() << "]";
       d.push_back(os.str());
     }

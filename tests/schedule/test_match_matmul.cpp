@@ -38,7 +38,7 @@ void expect_same_values(const Tensor& t, const MatchedMatmul& m) {
   schedule::Kernel k = kernels_of(t).at(0);
   auto reader = [&](int input, int64_t offset) -> ElementReader {
     if (input < 0) return [](int64_t) { return 0.0; };
-    std::shared_ptr<Buffer> buf = k.inputs.at(static_cast<size_t>(input))->buffer;
+    std::shared_ptr<const Buffer> buf = on_host(k.inputs.at(static_cast<size_t>(input))->buffer);
     return [buf, offset](int64_t e) { return buf->get_f(offset + e); };
   };
   GemmReference want = reference_gemm(m.desc, reader(m.a_input, m.a_offset), reader(m.b_input, m.b_offset),

@@ -474,9 +474,9 @@ class ScratchBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols
   ScratchBlock(const ScratchBlock&) = delete;
   ScratchBlock& operator=(const ScratchBlock&) = delete;
   ~ScratchBlock() {
-    detail::rt->cb_push(cb_.id, loc_);
-    detail::rt->cb_wait(cb_.id, loc_);
-    detail::rt->cb_pop(cb_.id, loc_);
+    KILN_TILE_RT(cb_push)(cb_.id, loc_);
+    KILN_TILE_RT(cb_wait)(cb_.id, loc_);
+    KILN_TILE_RT(cb_pop)(cb_.id, loc_);
   }
 
  private:
@@ -511,7 +511,7 @@ struct CB {
   // A compute-local block (see ScratchBlock); the CB needs no other user.
   ScratchBlock<CB> scoped_scratch(KILN_TILE_LOC) const {
     abi::Loc l = detail::loc(line, file);
-    return ScratchBlock<CB>(*this, detail::rt->cb_reserve(id, l), l);
+    return ScratchBlock<CB>(*this, KILN_TILE_RT(cb_reserve)(id, l), l);
   }
 };
 
