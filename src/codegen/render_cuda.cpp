@@ -172,8 +172,12 @@ class CudaRenderer : public RendererBase {
       std::string n = "gidx" + std::to_string(in.arg[0]);
       names_[static_cast<size_t>(i)] = n;
       int64_t stride = stride_.at(static_cast<size_t>(i)), size = in.arg[1];
-      std::string e = stride == 1 ? "t" : "t / " + std::to_string(stride) + "LL";
-      if (stride * size != work_) e = "(" + e + ") % " + std::to_string(size) + "LL";
+      // 64-bit division is a long software sequence on the GPU: below 2^32 the digits of t are
+      // taken in 32 bits, where division by a constant is a multiply and a shift
+      bool narrow = work_ <= (int64_t{1} << 32);
+      std::string tt = narrow ? "(uint32_t)t" : "t", sfx = narrow ? "u" : "LL";
+      std::string e = stride == 1 ? tt : tt + " / " + std::to_string(stride) + sfx;
+      if (stride * size != work_) e = "(" + e + ") % " + std::to_string(size) + sfx;
       out("int64_t " + n + " = " + e + ";");
       open_.push_back(-1);
       return;

@@ -1,6 +1,8 @@
 // The CPU launcher and the replay of a launch list (see launcher.h).
 #include "runtime/launcher.h"
 
+#include <cstdio>
+
 #include "kiln/debug.h"
 #include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/program_cache.h"
@@ -51,6 +53,11 @@ class CudaLauncher : public Launcher {
                      reinterpret_cast<cuda::CUdeviceptr>(args[0]),
                      m.bias_input >= 0 ? at(m.bias_input, l.bias_bytes) : 0))
         return;
+      if (settings().debug >= 3) {
+        std::string why = cuda::gemm_unsupported(m.desc);
+        std::fprintf(stderr, "kiln: cuBLASLt declined %s (%s); running the generated kernel\n", l.name.c_str(),
+                     why.empty() ? "no algorithm for these operands" : why.c_str());
+      }
     }
     cuda::launch(l.device.index, l.cuda_fn, l.cuda, std::vector<void*>(args, args + l.nargs));
   }
