@@ -198,17 +198,6 @@ Timing time_wall(const std::function<void()>& fn, int reps = 20, int warmup = 3)
 
 void tile_kernels() {
   int cores = 264;
-  {
-    int64_t R = 8192, C = 8192;
-    Tensor a = randn({R, C}, {.device = gpu}), b = randn({R, C}, {.device = gpu}), c = randn({1, C}, {.device = gpu});
-    Tensor ref = (a.slice(0, 0, 64) * b.slice(0, 0, 64) + c.tanh()).to(Device::cpu());
-    for (auto [split, name] : {std::pair{tile::Split::Rows, "tile_rows"}, std::pair{tile::Split::Cols, "tile_cols"}}) {
-      Tensor y = tile::mul_add_tanh(a, b, c, split, cores);
-      check(name, rel_err(y.slice(0, 0, 64).to(Device::cpu()), ref), 1e-5);
-      report("G1", (std::string("eltwise_bcast_8192x8192_f32_") + name).c_str(),
-             time_wall([&] { tile::mul_add_tanh(a, b, c, split, cores); }), 3.0 * R * C * 4, 0, 1);
-    }
-  }
   int64_t N = 32768, C = 768;
   Tensor x = randn({N, C}, {.device = gpu}), w = randn({C}, {.device = gpu}), bb = randn({C}, {.device = gpu}),
          dy = randn({N, C}, {.device = gpu});
@@ -227,6 +216,17 @@ void tile_kernels() {
     fb();
     report("G3", (std::string("layernorm_fwdbwd_32768x768_f32_tile_") + name).c_str(), time_wall(fb, 10, 2),
            5.0 * N * C * 4, 0, 2);
+  }
+  {  // last: its row split may not fit a block's shared memory
+    int64_t R = 8192, C = 8192;
+    Tensor a = randn({R, C}, {.device = gpu}), b = randn({R, C}, {.device = gpu}), c = randn({1, C}, {.device = gpu});
+    Tensor ref = (a.slice(0, 0, 64) * b.slice(0, 0, 64) + c.tanh()).to(Device::cpu());
+    for (auto [split, name] : {std::pair{tile::Split::Rows, "tile_rows"}, std::pair{tile::Split::Cols, "tile_cols"}}) {
+      Tensor y = tile::mul_add_tanh(a, b, c, split, cores);
+      check(name, rel_err(y.slice(0, 0, 64).to(Device::cpu()), ref), 1e-5);
+      report("G1", (std::string("eltwise_bcast_8192x8192_f32_") + name).c_str(),
+             time_wall([&] { tile::mul_add_tanh(a, b, c, split, cores); }), 3.0 * R * C * 4, 0, 1);
+    }
   }
 }
 
@@ -252,6 +252,12 @@ int main(int argc, char** argv) {
   if (on("G6")) g6(2048);
   if (on("G7")) g7();
   if (on("G6big")) g6(8192);
-  if (on("tile")) tile_kernels();
+  if (on("tile")) {
+    try {
+      tile_kernels();
+    } catch (const Error& e) {  // report and go on: the other workloads' lines are already out
+      std::fprintf(stderr, "bench_gpu: tile kernels failed: %s\n", e.what());
+    }
+  }
   return 0;
 }
