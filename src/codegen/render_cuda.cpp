@@ -72,6 +72,7 @@ class CudaRenderer : public RendererBase {
     plan(k.launch);
     work_ = k.launch.work;
     block_reduce_ = k.launch.kind == CudaLaunch::Kind::BlockReduce;
+    column_ = k.launch.kind == CudaLaunch::Kind::ColumnReduce;
     os_ << "extern \"C\" __global__ void __launch_bounds__(" << k.launch.block << ") " << p_.symbol << "(";
     for (size_t i = 0; i < p_.globals.size(); i++)
       os_ << (i ? ", " : "") << (p_.written[i] ? "" : "const ") << storage_type(p_.globals[i])
@@ -81,7 +82,11 @@ class CudaRenderer : public RendererBase {
     indent_ = 1;
     split_count_ = k.launch.split;
     counters_offset_ = k.launch.counters_offset;
-    if (split_count_ > 1)
+    if (column_) {  // one thread per output; threads past the end compute the last one, publish nothing
+      out("for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, kiln_once = 0; kiln_once < 1; kiln_once++) {");
+      out("  bool kiln_live = t < " + std::to_string(k.launch.work) + "LL;");
+      out("  if (!kiln_live) t = " + std::to_string(k.launch.work - 1) + "LL;");
+    } else if (split_count_ > 1)
       out("for (int64_t t = blockIdx.x / " + std::to_string(split_count_) + "; t < " + std::to_string(k.launch.work) +
           "LL; t = " + std::to_string(k.launch.work) + "LL) {");
     else if (block_reduce_)
@@ -147,6 +152,19 @@ class CudaRenderer : public RendererBase {
       // a 132-SM GPU, each with at least 4 elements per thread.
       int64_t accs = split_.size() == 1 ? static_cast<int64_t>(split_.begin()->second.size()) : 0;
       int64_t s = std::min<int64_t>(longest / (l.block * 4), 528 / std::max<int64_t>(l.work, 1));
+      const Inst& top = p_.insts[split_.empty() ? 0 : split_.begin()->first];
+      bool contiguous = split_.size() == 1 && top.arg.size() > 4 && top.arg[4];
+      int64_t bx = (l.work + 255) / 256;
+      int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(longest / 64, 132 * 8 / bx));
+      if (accs > 0 && !contiguous && inner_.empty() && !globals.empty() && l.work >= 32 && chunks >= 2) {
+        l.kind = CudaLaunch::Kind::ColumnReduce;
+        l.block = 256;
+        l.split = static_cast<int>(chunks);
+        chunk_ = (longest + chunks - 1) / chunks;
+        l.counters_offset = l.work * chunks * accs * 8;
+        l.scratch_bytes = l.counters_offset + bx * 4;
+        return;
+      }
       if (accs > 0 && s > 1 && inner_.empty()) {
         l.split = static_cast<int>(s);
         l.counters_offset = l.work * s * accs * 8;
@@ -186,7 +204,10 @@ class CudaRenderer : public RendererBase {
     names_[static_cast<size_t>(i)] = n;
     std::string size = std::to_string(in.arg[1]) + "LL";
     bool split = split_.count(static_cast<size_t>(i)) > 0;
-    if (split && split_count_ > 1)
+    if (split && column_)
+      out("for (int64_t " + n + " = blockIdx.y * " + std::to_string(chunk_) + "LL; " + n + " < " + size + " && " + n +
+          " < (blockIdx.y + 1) * " + std::to_string(chunk_) + "LL; " + n + "++) {");
+    else if (split && split_count_ > 1)
       out("for (int64_t " + n + " = (blockIdx.x % " + std::to_string(split_count_) + ") * (int64_t)blockDim.x + threadIdx.x; " +
           n + " < " + size + "; " + n + " += (int64_t)blockDim.x * " + std::to_string(split_count_) + ") {");
     else if (split)
@@ -205,6 +226,10 @@ class CudaRenderer : public RendererBase {
     out("}");
     if (r < 0) return;
     const std::vector<int>& accs = split_.at(static_cast<size_t>(r));
+    if (column_) {
+      combine_columns(accs);
+      return;
+    }
     for (int acc : accs) out(v(acc) + " = kiln_block_reduce(" + v(acc) + ", " + combine(acc) + ");");
     if (split_count_ > 1) combine_blocks(accs);
   }
@@ -212,6 +237,32 @@ class CudaRenderer : public RendererBase {
   std::string combine(int acc) const {
     Op op = static_cast<Op>(p_.insts[static_cast<size_t>(acc)].arg[0]);
     return op == Op::ADD ? "kiln_add()" : op == Op::MUL ? "kiln_mul()" : "kiln_max()";
+  }
+
+  // Each thread publishes its chunk's result; the last block of this column of blocks (blockIdx.x)
+  // to arrive combines every output's chunks in chunk order.
+  void combine_columns(const std::vector<int>& accs) {
+    std::string s = std::to_string(split_count_), n = std::to_string(accs.size());
+    std::string counter = "((unsigned int*)(kiln_scratch + " + std::to_string(counters_offset_) + "))[blockIdx.x]";
+    for (size_t a = 0; a < accs.size(); a++)
+      out("if (kiln_live) kiln_put(kiln_scratch, (t * " + s + " + blockIdx.y) * " + n + " + " + std::to_string(a) +
+          ", " + v(accs[a]) + ");");
+    out("__threadfence();");
+    out("__syncthreads();");
+    out("__shared__ bool kiln_last;");
+    out("if (threadIdx.x == 0) kiln_last = atomicAdd(&" + counter + ", 1u) == " + std::to_string(split_count_ - 1) +
+        "u;");
+    out("__syncthreads();");
+    out("if (!kiln_last) return;");
+    out("__threadfence();");
+    for (size_t a = 0; a < accs.size(); a++) {
+      const Inst& acc = p_.insts[static_cast<size_t>(accs[a])];
+      std::string type = value_type(acc.dtype);
+      out(v(accs[a]) + " = " + v(acc.src[0]) + ";");
+      out("for (int64_t j = 0; j < " + s + "; j++) " + v(accs[a]) + " = " + combine(accs[a]) + "(" + v(accs[a]) +
+          ", kiln_get<" + type + ">(kiln_scratch, (t * " + s + " + j) * " + n + " + " + std::to_string(a) + "));");
+    }
+    out("if (threadIdx.x == 0) " + counter + " = 0u;");
   }
 
   // The blocks sharing output t publish their results; the last one to arrive combines them all in
@@ -246,7 +297,7 @@ class CudaRenderer : public RendererBase {
     const Inst& in = p_.insts[static_cast<size_t>(i)];
     std::string s = v(in.src[0]) + "[" + v(in.src[1]) + "] = " + store_value(in) + ";";
     bool per_thread = std::count(open_.begin(), open_.end(), -3) > 0;  // inside a row's loop
-    out(block_reduce_ && !per_thread ? "if (threadIdx.x == 0) " + s : s);
+    out(column_ ? "if (kiln_live) " + s : block_reduce_ && !per_thread ? "if (threadIdx.x == 0) " + s : s);
   }
 
   std::string exp2(const std::string& x, bool f64) override { return (f64 ? "exp2(" : "exp2f(") + x + ")"; }
@@ -269,6 +320,8 @@ class CudaRenderer : public RendererBase {
   int64_t work_ = 1;
   bool block_reduce_ = false;
   int split_count_ = 1;
+  int64_t chunk_ = 0;    // ColumnReduce: reduce steps per chunk
+  bool column_ = false;
   int64_t counters_offset_ = 0;
 };
 

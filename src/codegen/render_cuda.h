@@ -5,6 +5,10 @@
 //   split over the block's threads and their partial results combined with warp shuffles and shared
 //   memory, so a row reduction (sum, max, softmax's denominators) is one coalesced pass. With few
 //   outputs and a long reduce (a loss, a norm), several blocks share one output (CudaLaunch::split).
+// - ColumnReduce: a reduce whose loads are contiguous along the outputs, not along the reduce (a sum
+//   over rows, a bias gradient): one thread per output, so a warp's loads are coalesced, and the
+//   reduce cut into `split` chunks along gridDim.y; the last block of each column of blocks to
+//   finish combines the chunks' partial results in chunk order.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -14,7 +18,7 @@
 namespace kiln::codegen {
 
 struct CudaLaunch {
-  enum class Kind { Elementwise, BlockReduce } kind = Kind::Elementwise;
+  enum class Kind { Elementwise, BlockReduce, ColumnReduce } kind = Kind::Elementwise;
   int64_t work = 1;  // output elements: threads' iterations (Elementwise) or blocks' (BlockReduce)
   int block = 256;   // threads per block
   // BlockReduce over few outputs: `split` blocks share each output's reduce; the last to finish

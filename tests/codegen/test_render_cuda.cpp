@@ -76,3 +76,17 @@ TEST(RenderCuda, FewOutputsWithLongReducesSplitOverBlocks) {
   EXPECT_TRUE(has(k.source, "atomicAdd(")) << k.source;
 }
 }  // namespace
+
+namespace {
+TEST(RenderCuda, ColumnSumsKeepLoadsCoalesced) {
+  // a sum over rows (a bias gradient): one thread per column, rows cut into chunks over gridDim.y
+  Tensor x = kiln::testing::random_tensor({4096, 768}, DType::F32, -1, 1, 7);
+  auto ks = lower_all(x.sum(0));
+  ASSERT_EQ(ks.size(), 1u);
+  const auto& k = ks[0];
+  EXPECT_EQ(k.launch.kind, codegen::CudaLaunch::Kind::ColumnReduce) << k.source;
+  EXPECT_GT(k.launch.split, 1);
+  EXPECT_TRUE(has(k.source, "blockIdx.y")) << k.source;
+  EXPECT_TRUE(has(k.source, "if (kiln_live) data0[")) << k.source;
+}
+}  // namespace

@@ -56,8 +56,8 @@ inline void write_bytes(const std::string& path, const std::string& data) {
 inline std::string tensor_bytes(const Tensor& t) {
   Tensor c = t.contiguous();
   c.realize();
-  const Buffer& b = *c.node()->buffer;
-  return std::string(static_cast<const char*>(b.data), b.nbytes());
+  std::shared_ptr<const Buffer> b = on_host(c.node()->buffer);
+  return std::string(static_cast<const char*>(b->data), b->nbytes());
 }
 
 inline std::string error_of(const std::function<void()>& f) {

@@ -123,6 +123,10 @@ TEST_F(Cuda, ReductionsShortAndLong) {
   Tensor w = on_gpu({3, 1 << 20}, DType::F32, -1, 1, 19);
   EXPECT_TRUE(expect_matches_reference(w.sum(1) + w.max(1), 1e-5, 1e-3));
   EXPECT_TRUE(expect_matches_reference(w.to(DType::F64).sum(), 1e-12, 1e-9));
+  // sums over rows: one thread per column, chunks of rows over gridDim.y (ColumnReduce)
+  Tensor c = on_gpu({5000, 700}, DType::F32, -1, 1, 20);
+  EXPECT_TRUE(expect_matches_reference(c.sum(0) + c.max(0), 1e-5, 1e-3));
+  EXPECT_TRUE(expect_matches_reference((c * c).sum(0, true) * c, 1e-5, 1e-3));
   Tensor all = on_gpu({1000, 1000}, DType::F32, -1, 1, 9);
   EXPECT_TRUE(expect_matches_reference(all.sum(), 1e-5, 1e-3));
   Tensor d = on_gpu({3, 4000}, DType::F64, -1, 1, 10);

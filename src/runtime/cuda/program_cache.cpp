@@ -192,15 +192,21 @@ void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::
   params.reserve(bufs.size() + 1);
   for (auto& b : bufs) params.push_back(const_cast<void*>(static_cast<const void*>(&b)));
   CUdeviceptr scratch = 0;
-  if (l.split > 1) {  // one block per (output, share); the counters must start at zero
+  unsigned grid_y = 1;
+  if (l.kind == codegen::CudaLaunch::Kind::ColumnReduce) {  // (output blocks) x (reduce chunks)
+    blocks = (l.work + l.block - 1) / l.block;
+    grid_y = static_cast<unsigned>(l.split);
+  } else if (l.split > 1) {  // one block per (output, share)
     blocks = l.work * l.split;
+  }
+  if (l.split > 1) {  // the counters must start at zero
     scratch = device_alloc(ordinal, static_cast<size_t>(l.scratch_bytes));
     check(c.api->cuMemsetD8Async(scratch + static_cast<CUdeviceptr>(l.counters_offset), 0,
                                  static_cast<size_t>(l.scratch_bytes - l.counters_offset), c.stream),
           "cuMemsetD8Async");
     params.push_back(&scratch);
   }
-  check(c.api->cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, static_cast<unsigned>(l.block), 1, 1, 0,
+  check(c.api->cuLaunchKernel(f, static_cast<unsigned>(blocks), grid_y, 1, static_cast<unsigned>(l.block), 1, 1, 0,
                               c.stream, params.data(), nullptr),
         "cuLaunchKernel");
   // the stream runs the kernel before any later user of the block: it may go back to the cache now
