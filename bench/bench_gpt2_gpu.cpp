@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
   const int64_t V = 50304;
   set_default_device(Device::cuda());
   manual_seed(0);
-  nn::GPT model(nn::GPTConfig{.vocab_size = V, .block_size = 1024, .n_layer = L, .n_head = 12, .n_embd = 768});
+  nn::GPT model(
+      nn::GPTConfig{.vocab_size = V, .block_size = 1024, .n_layer = L, .n_head = 12, .n_embd = 768});
   optim::AdamW opt(model->parameters(), {.lr = 3e-4, .weight_decay = 0.0});
   Tensor idx = randint(0, 50257, {B, T}).realize(), tgt = randint(0, 50257, {B, T}).realize();
   auto train = [&](const Tensor& x, const Tensor& y) {
@@ -52,11 +53,12 @@ int main(int argc, char** argv) {
   }
   std::sort(ms.begin(), ms.end());
   double med = ms.empty() ? first_s * 1e3 : ms[ms.size() / 2];
-  std::printf("{\"workload\": \"G8\", \"name\": \"gpt2_124M_train_step_B%lld_T%lld_f32\", \"impl\": \"kiln%s\", "
-              "\"ms\": %.1f, \"tok/s\": %.0f, \"first_step_s\": %.1f, \"loss_first\": %.4f, \"loss_last\": %.4f, "
-              "\"params\": %lld}\n",
-              static_cast<long long>(B), static_cast<long long>(T), use_jit ? "-jit" : "", med,
-              static_cast<double>(B * T) / med * 1e3, first_s, losses.front(), losses.back(),
-              static_cast<long long>(model->num_parameters()));
+  std::printf(
+      "{\"workload\": \"G8\", \"name\": \"gpt2_124M_train_step_B%lld_T%lld_f32\", \"impl\": \"kiln%s\", "
+      "\"ms\": %.1f, \"tok/s\": %.0f, \"first_step_s\": %.1f, \"loss_first\": %.4f, \"loss_last\": %.4f, "
+      "\"params\": %lld}\n",
+      static_cast<long long>(B), static_cast<long long>(T), use_jit ? "-jit" : "", med,
+      static_cast<double>(B * T) / med * 1e3, first_s, losses.front(), losses.back(),
+      static_cast<long long>(model->num_parameters()));
   return 0;
 }

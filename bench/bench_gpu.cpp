@@ -54,8 +54,8 @@ Timing time_step(const std::function<void()>& fn, int reps = 20, int warmup = 3)
 }
 
 void report(const char* id, const char* name, Timing t, double bytes, double flops, int64_t kernels) {
-  std::printf("{\"workload\": \"%s\", \"name\": \"%s\", \"impl\": \"kiln\", \"ms\": %.4f, \"step_ms\": %.4f", id,
-              name, t.device_ms, t.wall_ms);
+  std::printf("{\"workload\": \"%s\", \"name\": \"%s\", \"impl\": \"kiln\", \"ms\": %.4f, \"step_ms\": %.4f",
+              id, name, t.device_ms, t.wall_ms);
   if (bytes > 0) std::printf(", \"GB/s\": %.1f", bytes / t.device_ms / 1e6);
   if (flops > 0) std::printf(", \"TFLOP/s\": %.2f", flops / t.device_ms / 1e9);
   std::printf(", \"kernels\": %lld}\n", static_cast<long long>(kernels));
@@ -76,7 +76,8 @@ double rel_err(const Tensor& got, const Tensor& want) {
 
 void check(const char* what, double err, double tol) {
   if (!(err <= tol)) {
-    std::fprintf(stderr, "bench_gpu: %s differs from the reference: relative error %.3g > %.3g\n", what, err, tol);
+    std::fprintf(stderr, "bench_gpu: %s differs from the reference: relative error %.3g > %.3g\n", what, err,
+                 tol);
     std::exit(1);
   }
   std::fprintf(stderr, "bench_gpu: %s checked (relative error %.2e)\n", what, err);
@@ -104,10 +105,12 @@ void copy_bandwidth() {
 
 void g1() {
   int64_t R = 8192, C = 8192;
-  Tensor a = randn({R, C}, {.device = gpu}), b = randn({R, C}, {.device = gpu}), c = randn({1, C}, {.device = gpu});
+  Tensor a = randn({R, C}, {.device = gpu}), b = randn({R, C}, {.device = gpu}),
+         c = randn({1, C}, {.device = gpu});
   auto f = [&] { return a * b + c.tanh(); };
   Tensor small = (a.slice(0, 0, 64) * b.slice(0, 0, 64) + c.tanh()).to(Device::cpu());
-  Tensor ref = a.slice(0, 0, 64).to(Device::cpu()) * b.slice(0, 0, 64).to(Device::cpu()) + c.to(Device::cpu()).tanh();
+  Tensor ref =
+      a.slice(0, 0, 64).to(Device::cpu()) * b.slice(0, 0, 64).to(Device::cpu()) + c.to(Device::cpu()).tanh();
   check("G1", rel_err(small, ref), 1e-5);
   int64_t k = kernels_of([&] { f().realize(); });
   report("G1", "eltwise_bcast_8192x8192_f32", time_step([&] { f().realize(); }), 3.0 * R * C * 4, 0, k);
@@ -122,10 +125,12 @@ void layernorm(int64_t N, int64_t C, DType dt) {
   Tensor xs = x.slice(0, 0, 16);
   Tensor ref = F::layer_norm(xs.to(Device::cpu()).to(DType::F64), {C}, w.to(Device::cpu()).to(DType::F64),
                              bb.to(Device::cpu()).to(DType::F64));
-  check(("G2 " + sfx).c_str(), rel_err(F::layer_norm(xs, {C}, w, bb).realize(), ref), dt == DType::F32 ? 1e-5 : 1e-2);
+  check(("G2 " + sfx).c_str(), rel_err(F::layer_norm(xs, {C}, w, bb).realize(), ref),
+        dt == DType::F32 ? 1e-5 : 1e-2);
   auto fwd = [&] { F::layer_norm(x, {C}, w, bb).realize(); };
   bool base = N == 32768 && dt == DType::F32;
-  report(base ? "G2" : "G4", ("layernorm_fwd_" + sfx).c_str(), time_step(fwd), 2.0 * N * C * es, 0, kernels_of(fwd));
+  report(base ? "G2" : "G4", ("layernorm_fwd_" + sfx).c_str(), time_step(fwd), 2.0 * N * C * es, 0,
+         kernels_of(fwd));
   Tensor xg = x.detach(), wg = w.detach(), bg = bb.detach();
   xg.requires_grad_(), wg.requires_grad_(), bg.requires_grad_();
   auto fb = [&] {
@@ -133,7 +138,8 @@ void layernorm(int64_t N, int64_t C, DType dt) {
     (F::layer_norm(xg, {C}, wg, bg) * dy).sum().backward();
     kiln::realize({xg.grad(), wg.grad(), bg.grad()});
   };
-  report(base ? "G3" : "G4", ("layernorm_fwdbwd_" + sfx).c_str(), time_step(fb), 5.0 * N * C * es, 0, kernels_of(fb));
+  report(base ? "G3" : "G4", ("layernorm_fwdbwd_" + sfx).c_str(), time_step(fb), 5.0 * N * C * es, 0,
+         kernels_of(fb));
 }
 
 void g5() {
@@ -157,7 +163,8 @@ void g5() {
 }
 
 void g6(int64_t n) {
-  Tensor a = randn({n, n}, {.dtype = DType::BF16, .device = gpu}), b = randn({n, n}, {.dtype = DType::BF16, .device = gpu});
+  Tensor a = randn({n, n}, {.dtype = DType::BF16, .device = gpu}),
+         b = randn({n, n}, {.dtype = DType::BF16, .device = gpu});
   Tensor ref = a.slice(0, 0, 8).to(Device::cpu()).to(DType::F64).matmul(b.to(Device::cpu()).to(DType::F64));
   check("G6", rel_err(a.slice(0, 0, 8).matmul(b), ref), 1e-2);
   auto f = [&] { a.matmul(b).realize(); };
@@ -199,13 +206,14 @@ Timing time_wall(const std::function<void()>& fn, int reps = 20, int warmup = 3)
 void tile_kernels() {
   int cores = 264;
   int64_t N = 32768, C = 768;
-  Tensor x = randn({N, C}, {.device = gpu}), w = randn({C}, {.device = gpu}), bb = randn({C}, {.device = gpu}),
-         dy = randn({N, C}, {.device = gpu});
+  Tensor x = randn({N, C}, {.device = gpu}), w = randn({C}, {.device = gpu}),
+         bb = randn({C}, {.device = gpu}), dy = randn({N, C}, {.device = gpu});
   auto f = tile::layernorm_forward(x, w, bb, 1e-5, cores);
-  Tensor ref = F::layer_norm(x.slice(0, 0, 16).to(Device::cpu()), {C}, w.to(Device::cpu()), bb.to(Device::cpu()));
+  Tensor ref =
+      F::layer_norm(x.slice(0, 0, 16).to(Device::cpu()), {C}, w.to(Device::cpu()), bb.to(Device::cpu()));
   check("G2 tile", rel_err(f.out.slice(0, 0, 16).to(Device::cpu()), ref), 1e-5);
-  report("G2", "layernorm_fwd_32768x768_f32_tile", time_wall([&] { tile::layernorm_forward(x, w, bb, 1e-5, cores); }),
-         2.0 * N * C * 4, 0, 1);
+  report("G2", "layernorm_fwd_32768x768_f32_tile",
+         time_wall([&] { tile::layernorm_forward(x, w, bb, 1e-5, cores); }), 2.0 * N * C * 4, 0, 1);
   for (auto [strategy, name, grid] :
        {std::tuple{tile::WeightGrads::OverColumns, "cols", tile::Grid::cores(cores)},
         std::tuple{tile::WeightGrads::OverRows, "rows_grid", tile::Grid::grid2d(8, 16)}}) {
@@ -219,9 +227,11 @@ void tile_kernels() {
   }
   {  // last: its row split may not fit a block's shared memory
     int64_t R = 8192, C = 8192;
-    Tensor a = randn({R, C}, {.device = gpu}), b = randn({R, C}, {.device = gpu}), c = randn({1, C}, {.device = gpu});
+    Tensor a = randn({R, C}, {.device = gpu}), b = randn({R, C}, {.device = gpu}),
+           c = randn({1, C}, {.device = gpu});
     Tensor ref = (a.slice(0, 0, 64) * b.slice(0, 0, 64) + c.tanh()).to(Device::cpu());
-    for (auto [split, name] : {std::pair{tile::Split::Rows, "tile_rows"}, std::pair{tile::Split::Cols, "tile_cols"}}) {
+    for (auto [split, name] :
+         {std::pair{tile::Split::Rows, "tile_rows"}, std::pair{tile::Split::Cols, "tile_cols"}}) {
       Tensor y = tile::mul_add_tanh(a, b, c, split, cores);
       check(name, rel_err(y.slice(0, 0, 64).to(Device::cpu()), ref), 1e-5);
       report("G1", (std::string("eltwise_bcast_8192x8192_f32_") + name).c_str(),

@@ -128,7 +128,8 @@ std::string RendererBase::alu(const Inst& in) {
       return a(0) + " * " + a(1);
     case Op::MAX:
       if (f)
-        return "(((" + a(0) + " != " + a(0) + ") | (" + a(0) + " > " + a(1) + ")) ? " + a(0) + " : " + a(1) + ")";
+        return "(((" + a(0) + " != " + a(0) + ") | (" + a(0) + " > " + a(1) + ")) ? " + a(0) + " : " + a(1) +
+               ")";
       return "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
     case Op::IDIV: return "(" + a(1) + " == 0 ? 0 : " + a(0) + " / " + a(1) + ")";
     case Op::MOD: return "(" + a(1) + " == 0 ? 0 : " + a(0) + " % " + a(1) + ")";

@@ -2,7 +2,6 @@
 #include "codegen/render_c.h"
 
 #include "codegen/render_base.h"
-
 #include "ir/node.h"
 #include "kiln/error.h"
 
@@ -122,9 +121,13 @@ class CRenderer : public RendererBase {
   }
 
  private:
-  std::string exp2(const std::string& x, bool f64) override { return (f64 ? "exp2(" : "kiln_exp2f(") + x + ")"; }
+  std::string exp2(const std::string& x, bool f64) override {
+    return (f64 ? "exp2(" : "kiln_exp2f(") + x + ")";
+  }
   std::string expf(const std::string& x) override { return "kiln_expf(" + x + ")"; }
-  std::string log2(const std::string& x, bool f64) override { return (f64 ? "log2(" : "kiln_log2f(") + x + ")"; }
+  std::string log2(const std::string& x, bool f64) override {
+    return (f64 ? "log2(" : "kiln_log2f(") + x + ")";
+  }
   std::string half_to_float(DType t, const std::string& raw) override {
     return (t == DType::F16 ? "kiln_h2f(" : "kiln_bf2f(") + raw + ")";
   }
@@ -163,12 +166,15 @@ class CRenderer : public RendererBase {
 
   void range(int i) override {
     const Inst& in = p_.insts[static_cast<size_t>(i)];
-    const char* prefix = in.arg[2] == ir::kUpcastRange ? "uidx" : in.arg[2] == ir::kReduceRange ? "ridx" : "gidx";
+    const char* prefix = in.arg[2] == ir::kUpcastRange   ? "uidx"
+                         : in.arg[2] == ir::kReduceRange ? "ridx"
+                                                         : "gidx";
     std::string n = prefix + std::to_string(in.arg[0]);
     names_[static_cast<size_t>(i)] = n;
     std::string lo = in.arg[3] ? "start" : "0", hi = in.arg[3] ? "end" : std::to_string(in.arg[1]);
     if (in.arg[2] == ir::kUpcastRange)  // independent lanes: vectorize the innermost, unroll outer ones
-      out(i + 1 < static_cast<int>(p_.insts.size()) && inner_range(i) ? "#pragma GCC unroll 8" : "#pragma omp simd");
+      out(i + 1 < static_cast<int>(p_.insts.size()) && inner_range(i) ? "#pragma GCC unroll 8"
+                                                                      : "#pragma omp simd");
     if (in.arg[2] == ir::kReduceRange && in.arg.size() > 4 && in.arg[4]) {
       std::string red = simd_reduction(i);
       if (!red.empty()) out("#pragma omp simd" + red);

@@ -77,23 +77,25 @@ class CudaRenderer : public RendererBase {
     for (size_t i = 0; i < p_.globals.size(); i++)
       os_ << (i ? ", " : "") << (p_.written[i] ? "" : "const ") << storage_type(p_.globals[i])
           << "* __restrict__ data" << i;
-    if (k.launch.split > 1) os_ << (p_.globals.empty() ? "" : ", ") << "unsigned char* __restrict__ kiln_scratch";
+    if (k.launch.split > 1)
+      os_ << (p_.globals.empty() ? "" : ", ") << "unsigned char* __restrict__ kiln_scratch";
     os_ << ") {\n";
     indent_ = 1;
     split_count_ = k.launch.split;
     counters_offset_ = k.launch.counters_offset;
     if (column_) {  // one thread per output; threads past the end compute the last one, publish nothing
-      out("for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, kiln_once = 0; kiln_once < 1; kiln_once++) {");
+      out("for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, kiln_once = 0; kiln_once < 1; "
+          "kiln_once++) {");
       out("  bool kiln_live = t < " + std::to_string(k.launch.work) + "LL;");
       out("  if (!kiln_live) t = " + std::to_string(k.launch.work - 1) + "LL;");
     } else if (split_count_ > 1)
-      out("for (int64_t t = blockIdx.x / " + std::to_string(split_count_) + "; t < " + std::to_string(k.launch.work) +
-          "LL; t = " + std::to_string(k.launch.work) + "LL) {");
+      out("for (int64_t t = blockIdx.x / " + std::to_string(split_count_) + "; t < " +
+          std::to_string(k.launch.work) + "LL; t = " + std::to_string(k.launch.work) + "LL) {");
     else if (block_reduce_)
       out("for (int64_t t = blockIdx.x; t < " + std::to_string(k.launch.work) + "LL; t += gridDim.x) {");
     else
-      out("for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < " + std::to_string(k.launch.work) +
-          "LL; t += (int64_t)gridDim.x * blockDim.x) {");
+      out("for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < " +
+          std::to_string(k.launch.work) + "LL; t += (int64_t)gridDim.x * blockDim.x) {");
     indent_++;
     for (size_t i = 0; i < p_.insts.size(); i++) line(static_cast<int>(i));
     indent_--;
@@ -115,13 +117,16 @@ class CudaRenderer : public RendererBase {
     for (size_t i = 0; i < p_.insts.size(); i++) {
       const Inst& in = p_.insts[i];
       if (in.op == Op::RANGE) {
-        bool top = std::all_of(stack.begin(), stack.end(),
-                               [&](size_t s) { return p_.insts[s].arg[2] == ir::kGlobalRange && !inner_.count(s); });
+        bool top = std::all_of(stack.begin(), stack.end(), [&](size_t s) {
+          return p_.insts[s].arg[2] == ir::kGlobalRange && !inner_.count(s);
+        });
         if (in.arg[2] == ir::kGlobalRange) {
           // an output loop opened after a reduce (a row's loop after the row's reduces) stays a
           // loop, split over the block's threads; the ones before map onto t
-          if (opened_reduce) inner_.insert(i);
-          else globals.push_back(i);
+          if (opened_reduce)
+            inner_.insert(i);
+          else
+            globals.push_back(i);
         }
         if (in.arg[2] == ir::kReduceRange) opened_reduce = true;
         if (in.arg[2] == ir::kUpcastRange) lanes = true;
@@ -205,11 +210,12 @@ class CudaRenderer : public RendererBase {
     std::string size = std::to_string(in.arg[1]) + "LL";
     bool split = split_.count(static_cast<size_t>(i)) > 0;
     if (split && column_)
-      out("for (int64_t " + n + " = blockIdx.y * " + std::to_string(chunk_) + "LL; " + n + " < " + size + " && " + n +
-          " < (blockIdx.y + 1) * " + std::to_string(chunk_) + "LL; " + n + "++) {");
+      out("for (int64_t " + n + " = blockIdx.y * " + std::to_string(chunk_) + "LL; " + n + " < " + size +
+          " && " + n + " < (blockIdx.y + 1) * " + std::to_string(chunk_) + "LL; " + n + "++) {");
     else if (split && split_count_ > 1)
-      out("for (int64_t " + n + " = (blockIdx.x % " + std::to_string(split_count_) + ") * (int64_t)blockDim.x + threadIdx.x; " +
-          n + " < " + size + "; " + n + " += (int64_t)blockDim.x * " + std::to_string(split_count_) + ") {");
+      out("for (int64_t " + n + " = (blockIdx.x % " + std::to_string(split_count_) +
+          ") * (int64_t)blockDim.x + threadIdx.x; " + n + " < " + size + "; " + n +
+          " += (int64_t)blockDim.x * " + std::to_string(split_count_) + ") {");
     else if (split)
       out("for (int64_t " + n + " = threadIdx.x; " + n + " < " + size + "; " + n + " += blockDim.x) {");
     else
@@ -243,15 +249,16 @@ class CudaRenderer : public RendererBase {
   // to arrive combines every output's chunks in chunk order.
   void combine_columns(const std::vector<int>& accs) {
     std::string s = std::to_string(split_count_), n = std::to_string(accs.size());
-    std::string counter = "((unsigned int*)(kiln_scratch + " + std::to_string(counters_offset_) + "))[blockIdx.x]";
+    std::string counter =
+        "((unsigned int*)(kiln_scratch + " + std::to_string(counters_offset_) + "))[blockIdx.x]";
     for (size_t a = 0; a < accs.size(); a++)
-      out("if (kiln_live) kiln_put(kiln_scratch, (t * " + s + " + blockIdx.y) * " + n + " + " + std::to_string(a) +
-          ", " + v(accs[a]) + ");");
+      out("if (kiln_live) kiln_put(kiln_scratch, (t * " + s + " + blockIdx.y) * " + n + " + " +
+          std::to_string(a) + ", " + v(accs[a]) + ");");
     out("__threadfence();");
     out("__syncthreads();");
     out("__shared__ bool kiln_last;");
-    out("if (threadIdx.x == 0) kiln_last = atomicAdd(&" + counter + ", 1u) == " + std::to_string(split_count_ - 1) +
-        "u;");
+    out("if (threadIdx.x == 0) kiln_last = atomicAdd(&" + counter +
+        ", 1u) == " + std::to_string(split_count_ - 1) + "u;");
     out("__syncthreads();");
     out("if (!kiln_last) return;");
     out("__threadfence();");
@@ -259,8 +266,9 @@ class CudaRenderer : public RendererBase {
       const Inst& acc = p_.insts[static_cast<size_t>(accs[a])];
       std::string type = value_type(acc.dtype);
       out(v(accs[a]) + " = " + v(acc.src[0]) + ";");
-      out("for (int64_t j = 0; j < " + s + "; j++) " + v(accs[a]) + " = " + combine(accs[a]) + "(" + v(accs[a]) +
-          ", kiln_get<" + type + ">(kiln_scratch, (t * " + s + " + j) * " + n + " + " + std::to_string(a) + "));");
+      out("for (int64_t j = 0; j < " + s + "; j++) " + v(accs[a]) + " = " + combine(accs[a]) + "(" +
+          v(accs[a]) + ", kiln_get<" + type + ">(kiln_scratch, (t * " + s + " + j) * " + n + " + " +
+          std::to_string(a) + "));");
     }
     out("if (threadIdx.x == 0) " + counter + " = 0u;");
   }
@@ -290,7 +298,8 @@ class CudaRenderer : public RendererBase {
           std::to_string(a) + "));");
       out(v(accs[a]) + " = kiln_block_reduce(" + part + ", " + combine(accs[a]) + ");");
     }
-    out("if (threadIdx.x == 0) ((unsigned int*)(kiln_scratch + " + std::to_string(counters_offset_) + "))[t] = 0u;");
+    out("if (threadIdx.x == 0) ((unsigned int*)(kiln_scratch + " + std::to_string(counters_offset_) +
+        "))[t] = 0u;");
   }
 
   void store(int i) override {
@@ -313,14 +322,14 @@ class CudaRenderer : public RendererBase {
     return std::string("kiln_bitcast<") + value_type(to) + ", " + value_type(from) + ">(" + x + ")";
   }
 
-  std::map<size_t, int64_t> stride_;             // output RANGE -> its stride in t
-  std::map<size_t, std::vector<int>> split_;     // reduce RANGE split over the block -> its accumulators
-  std::vector<int> open_;  // open RANGEs: -1 output (a digit of t), -2 plain loop, -3 row loop, else split
+  std::map<size_t, int64_t> stride_;          // output RANGE -> its stride in t
+  std::map<size_t, std::vector<int>> split_;  // reduce RANGE split over the block -> its accumulators
+  std::vector<int> open_;   // open RANGEs: -1 output (a digit of t), -2 plain loop, -3 row loop, else split
   std::set<size_t> inner_;  // output RANGEs opened after a reduce: loops over the block's threads
   int64_t work_ = 1;
   bool block_reduce_ = false;
   int split_count_ = 1;
-  int64_t chunk_ = 0;    // ColumnReduce: reduce steps per chunk
+  int64_t chunk_ = 0;  // ColumnReduce: reduce steps per chunk
   bool column_ = false;
   int64_t counters_offset_ = 0;
 };

@@ -106,9 +106,9 @@ NodeRef make(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vec
       std::string a, b;
       for (auto& x : n->src)
         if (x->device >= 0) (x->device == n->device ? a : b) = x->str();
-      throw Error(std::string("kiln.") + op_name(op) + ": inputs on different devices: " +
-                  Device::from_code(n->device).str() + " (" + a + ") and " + Device::from_code(s->device).str() +
-                  " (" + b + "); move one with .to(device)");
+      throw Error(std::string("kiln.") + op_name(op) +
+                  ": inputs on different devices: " + Device::from_code(n->device).str() + " (" + a +
+                  ") and " + Device::from_code(s->device).str() + " (" + b + "); move one with .to(device)");
     }
     n->device = s->device;
   }

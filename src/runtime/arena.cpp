@@ -5,7 +5,8 @@ namespace kiln::runtime {
 
 OutputBuffers allocate_outputs(const schedule::Schedule& s, const schedule::MemoryPlan& plan, Device device) {
   OutputBuffers b;
-  if (plan.arena_bytes) b.arena = std::make_shared<Buffer>(DType::U8, static_cast<int64_t>(plan.arena_bytes), device);
+  if (plan.arena_bytes)
+    b.arena = std::make_shared<Buffer>(DType::U8, static_cast<int64_t>(plan.arena_bytes), device);
   b.outs.resize(s.kernels.size());
   for (size_t k = 0; k < s.kernels.size(); k++) {
     const auto& outputs = s.kernels[k].outputs;

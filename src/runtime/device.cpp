@@ -1,8 +1,9 @@
 // The default device (KILN_DEVICE), device names, and synchronization.
+#include "kiln/device.h"
+
 #include <cstdlib>
 #include <mutex>
 
-#include "kiln/device.h"
 #include "kiln/error.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/driver.h"

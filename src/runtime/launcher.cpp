@@ -55,8 +55,8 @@ class CudaLauncher : public Launcher {
         return;
       if (settings().debug >= 3) {
         std::string why = cuda::gemm_unsupported(m.desc);
-        std::fprintf(stderr, "kiln: cuBLASLt declined %s (%s); running the generated kernel\n", l.name.c_str(),
-                     why.empty() ? "no algorithm for these operands" : why.c_str());
+        std::fprintf(stderr, "kiln: cuBLASLt declined %s (%s); running the generated kernel\n",
+                     l.name.c_str(), why.empty() ? "no algorithm for these operands" : why.c_str());
       }
     }
     cuda::launch(l.device.index, l.cuda_fn, l.cuda, std::vector<void*>(args, args + l.nargs));

@@ -10,17 +10,17 @@
 #include "codegen/render_cuda.h"
 #include "runtime/buffer.h"
 #include "runtime/cuda/api.h"
-#include "schedule/match_matmul.h"
 #include "runtime/program_cache.h"
+#include "schedule/match_matmul.h"
 
 namespace kiln::runtime {
 
 struct Launch {
-  KernelFn fn = nullptr;   // the loaded program (CPU)
-  std::string name;        // for messages
-  int64_t outer_size = 1;  // the program's outer loop, [0, outer_size)
-  bool parallel = false;   // split the outer loop over the thread pool
-  Device device;           // where it runs
+  KernelFn fn = nullptr;               // the loaded program (CPU)
+  std::string name;                    // for messages
+  int64_t outer_size = 1;              // the program's outer loop, [0, outer_size)
+  bool parallel = false;               // split the outer loop over the thread pool
+  Device device;                       // where it runs
   cuda::CUfunction cuda_fn = nullptr;  // CUDA: the loaded kernel and how it maps onto threads
   codegen::CudaLaunch cuda;
   size_t nargs = 0;  // CUDA: kernel parameters (one buffer each)

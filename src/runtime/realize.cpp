@@ -117,7 +117,8 @@ std::vector<Launch> load(const std::vector<std::shared_ptr<const codegen::Lowere
 // every dim is at least 64 and that do at least 2^24 multiply-adds.
 void use_library_gemm(Launch& l, const schedule::Kernel& k) {
   static std::mutex mu;
-  static std::unordered_map<const ir::Node*, std::pair<NodeRef, std::shared_ptr<const schedule::MatchedMatmul>>>
+  static std::unordered_map<const ir::Node*,
+                            std::pair<NodeRef, std::shared_ptr<const schedule::MatchedMatmul>>>
       cache;
   std::shared_ptr<const schedule::MatchedMatmul> m;
   {
@@ -130,7 +131,8 @@ void use_library_gemm(Launch& l, const schedule::Kernel& k) {
         const auto& d = found->desc;
         bool large = d.m >= 64 && d.n >= 64 && d.k >= 64 &&
                      static_cast<double>(d.batch) * static_cast<double>(d.m) * static_cast<double>(d.n) *
-                             static_cast<double>(d.k) >= static_cast<double>(1 << 24);
+                             static_cast<double>(d.k) >=
+                         static_cast<double>(1 << 24);
         if (large) keep = std::make_shared<const schedule::MatchedMatmul>(*found);
       }
       it = cache.emplace(k.ast.get(), std::make_pair(k.ast, keep)).first;
@@ -226,8 +228,9 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
     }
   }
   if (profile)
-    stats().device_ms += device.is_cuda() ? cuda::timer_stop_ms(device.index)
-                                          : std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count() * 1e3;
+    stats().device_ms +=
+        device.is_cuda() ? cuda::timer_stop_ms(device.index)
+                         : std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count() * 1e3;
   // The arena is reused by the next schedule: planned nodes forget it, so a later graph that
   // reaches one (a case the survivor analysis missed) recomputes it instead of reading stale memory.
   for (size_t i = 0; i < sched.kernels.size(); i++)

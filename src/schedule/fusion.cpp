@@ -113,7 +113,8 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots) {
       enum : uint64_t { kReplicated = 1, kInReduce = 2, kBroadcastInReduce = 4, kRowOnly = 8, kViewed = 16 };
       auto below = [&](const NodeRef& n, uint64_t f) {
         bool replicates = n->op == Op::REDUCE || grows(n);
-        bool row = !(f & kViewed) && (!(f & kReplicated) || (f & kRowOnly)) && (row_reduce(n) || row_expand(n));
+        bool row =
+            !(f & kViewed) && (!(f & kReplicated) || (f & kRowOnly)) && (row_reduce(n) || row_expand(n));
         if (replicates) f = row ? f | kRowOnly : f & ~uint64_t{kRowOnly};
         if (!replicates && !ir::is_elementwise(n->op) && n->op != Op::EXPAND && n->op != Op::REDUCE)
           f = (f | kViewed) & ~uint64_t{kRowOnly};

@@ -50,7 +50,8 @@ TEST(CudaDevice, UnavailableGivesAReason) {
 }
 
 TEST_F(Cuda, RoundTripKeepsEveryDtype) {
-  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U8, DType::Bool}) {
+  for (DType t :
+       {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U8, DType::Bool}) {
     Tensor h = random_tensor({3, 1000}, t, -100, 100, 7);
     Tensor g = h.to(gpu);
     EXPECT_EQ(g.device(), gpu);

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "helpers.h"
 #include "codegen/passes.h"
+#include "helpers.h"
 #include "ir/graph_rewrite.h"
 #include "schedule/schedule.h"
 

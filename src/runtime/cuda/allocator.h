@@ -11,9 +11,9 @@
 namespace kiln::runtime::cuda {
 
 struct AllocatorStats {
-  size_t in_use = 0;     // bytes handed out
-  size_t cached = 0;     // bytes kept for reuse
-  size_t peak = 0;       // largest in_use seen
+  size_t in_use = 0;          // bytes handed out
+  size_t cached = 0;          // bytes kept for reuse
+  size_t peak = 0;            // largest in_use seen
   int64_t device_allocs = 0;  // cuMemAlloc calls
 };
 

@@ -206,8 +206,8 @@ void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::
           "cuMemsetD8Async");
     params.push_back(&scratch);
   }
-  check(c.api->cuLaunchKernel(f, static_cast<unsigned>(blocks), grid_y, 1, static_cast<unsigned>(l.block), 1, 1, 0,
-                              c.stream, params.data(), nullptr),
+  check(c.api->cuLaunchKernel(f, static_cast<unsigned>(blocks), grid_y, 1, static_cast<unsigned>(l.block), 1,
+                              1, 0, c.stream, params.data(), nullptr),
         "cuLaunchKernel");
   // the stream runs the kernel before any later user of the block: it may go back to the cache now
   if (scratch) device_free(ordinal, scratch, static_cast<size_t>(l.scratch_bytes));

@@ -101,7 +101,10 @@ LayerNormForward layernorm_forward(const Tensor& x, const Tensor& weight, const 
   check_row("layernorm_forward", "bias", bias, C);
   int64_t CT = ops::tiles(C);
   Program p = Program::from_library("layernorm/forward.cpp", Grid::cores(cores));
-  p.input("x", x).input("w", weight.to(t)).input("b", bias.to(t)).input("valid", ones({1, C}, {.device = x.device()}));
+  p.input("x", x)
+      .input("w", weight.to(t))
+      .input("b", bias.to(t))
+      .input("valid", ones({1, C}, {.device = x.device()}));
   p.output("out", x.shape(), t).output("mean", {N, 1}, f32).output("rstd", {N, 1}, f32);
   p.cb("w_cb", 1, CT, t, 1).cb("b_cb", 1, CT, t, 1).cb("valid_cb", 1, CT, f32, 1).cb("x_cb", 1, CT, t);
   p.cb("xc_cb", 1, CT, f32, 1).cb("mean_cb", 1, 1, f32).cb("rstd_cb", 1, 1, f32).cb("out_cb", 1, CT, t);
@@ -125,7 +128,8 @@ LayerNormBackward layernorm_backward(const Tensor& dout, const Tensor& x, const 
   check_row("layernorm_backward", "weight", weight, C);
   check_row("layernorm_backward", "mean", mean, N);
   check_row("layernorm_backward", "rstd", rstd, N);
-  Tensor dw_in = dweight_in.defined() ? dweight_in.reshape({C}) : zeros({C}, {.device = x.device()}).to(weight.dtype());
+  Tensor dw_in =
+      dweight_in.defined() ? dweight_in.reshape({C}) : zeros({C}, {.device = x.device()}).to(weight.dtype());
   Tensor db_in = dbias_in.defined() ? dbias_in.reshape({C}) : zeros({C}).to(dw_in.dtype());
   check_row("layernorm_backward", "dweight_in", dw_in, C);
   check_row("layernorm_backward", "dbias_in", db_in, C);
