@@ -2,9 +2,12 @@
 // unary math, single- and multi-core matmul with K accumulation, f32 and bf16.
 #include <cmath>
 
+#include "example_kernels.h"
 #include "tile/tile_helpers.h"
 
 namespace kiln::testing {
+using namespace kiln::tile_examples;
+
 namespace {
 
 using tile::Grid;
@@ -79,40 +82,6 @@ TEST(TileBroadcast, ScalarBlock1x1) {
   run_bcast("bcast_scalar", "ab * bcast_scalar(vb)", {1, 1}, 1, 1,
             [](float a, const std::vector<float>& v, int, int) { return a * v[0]; });
 }
-
-const char* kReduceMath = R"(
-// sums over rows (a 1 x N result), maxima over columns (M x 1), and unary math, of one 2x2 block
-void reader() {
-  auto xb = x_cb.scoped_reserve();
-  dma(x.slice(0, 0, 2, 2), xb).wait();
-}
-void compute() {
-  auto xb = x_cb.scoped_wait();
-  {
-    auto s = s_cb.scoped_reserve();
-    s.store(reduce_sum<0>(xb));
-  }
-  {
-    auto m = m_cb.scoped_reserve();
-    m.store(reduce_max<1>(xb));
-  }
-  auto u = u_cb.scoped_reserve();
-  u.store(sigmoid(xb) + tanh(xb) + relu(xb) + abs(xb) + neg(xb) + exp(xb) * 0.5f + log(abs(xb) + 1.0f) +
-          sqrt(abs(xb)) + rsqrt(abs(xb) + 1.0f) - xb / 3.0f);
-}
-void writer() {
-  {
-    auto s = s_cb.scoped_wait();
-    dma(s, sums.slice(0, 0, 1, 2)).wait();
-  }
-  {
-    auto m = m_cb.scoped_wait();
-    dma(m, maxes.slice(0, 0, 2, 1)).wait();
-  }
-  auto u = u_cb.scoped_wait();
-  dma(u, math.slice(0, 0, 2, 2)).wait();
-}
-)";
 
 TEST(TileCompute, ReduceOverRowsAndColumnsAndUnaryMath) {
   Tensor x = tile_input({64, 64}, 41, DType::F32, -2, 2);

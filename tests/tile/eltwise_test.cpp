@@ -1,8 +1,11 @@
 // Tile programs, elementwise: the shipped add kernel split over cores by rows and by columns, bf16,
 // idle cores, unaligned shapes (padded tiles and element-indexed accessors), program caching.
+#include "example_kernels.h"
 #include "tile/tile_helpers.h"
 
 namespace kiln::testing {
+using namespace kiln::tile_examples;
+
 namespace {
 
 using tile::Grid;
@@ -82,34 +85,6 @@ TEST(TileEltwise, UnalignedShapeThroughPaddedTiles) {
   p.run();
   expect_near_all(p.result("y"), add_ref(a, b), 0, 1e-6);
 }
-
-const char* kScaleElements = R"(
-// y = 2 * x + 1 over an element-indexed tensor of any shape, 32x32-element pieces per core
-void reader() {
-  for (long long r = args().row0; r < x.rows(); r += 32 * num_cores())
-    for (long long c = 0; c < x.cols(); c += 32) {
-      auto blk = x_cb.scoped_reserve();
-      long long h = x.rows() - r < 32 ? x.rows() - r : 32, w = x.cols() - c < 32 ? x.cols() - c : 32;
-      dma(x.slice(r, c, h, w), blk).wait();
-    }
-}
-void compute() {
-  for (long long r = args().row0; r < x.rows(); r += 32 * num_cores())
-    for (long long c = 0; c < x.cols(); c += 32) {
-      auto in = x_cb.scoped_wait();
-      auto out = y_cb.scoped_reserve();
-      out.store(in * 2.0f + 1.0f);
-    }
-}
-void writer() {
-  for (long long r = args().row0; r < y.rows(); r += 32 * num_cores())
-    for (long long c = 0; c < y.cols(); c += 32) {
-      auto blk = y_cb.scoped_wait();
-      long long h = y.rows() - r < 32 ? y.rows() - r : 32, w = y.cols() - c < 32 ? y.cols() - c : 32;
-      dma(blk, y.slice(r, c, h, w)).wait();
-    }
-}
-)";
 
 TEST(TileEltwise, UnalignedShapeThroughElementAccessors) {
   Tensor x = tile_input({50, 70}, 11);

@@ -8,10 +8,13 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "example_kernels.h"
 #include "kiln/debug.h"
 #include "tile/tile_helpers.h"
 
 namespace kiln::testing {
+using namespace kiln::tile_examples;
+
 namespace {
 
 using tile::Grid;
@@ -40,33 +43,6 @@ Program add_program(const Tensor& a, const Tensor& b, int cores, int br, int bc,
   return p;
 }
 
-const char* kScaleElements = R"(
-void reader() {
-  for (long long r = args().row0; r < x.rows(); r += 32 * num_cores())
-    for (long long c = 0; c < x.cols(); c += 32) {
-      auto blk = x_cb.scoped_reserve();
-      long long h = x.rows() - r < 32 ? x.rows() - r : 32, w = x.cols() - c < 32 ? x.cols() - c : 32;
-      dma(x.slice(r, c, h, w), blk).wait();
-    }
-}
-void compute() {
-  for (long long r = args().row0; r < x.rows(); r += 32 * num_cores())
-    for (long long c = 0; c < x.cols(); c += 32) {
-      auto in = x_cb.scoped_wait();
-      auto out = y_cb.scoped_reserve();
-      out.store(in * 2.0f + 1.0f);
-    }
-}
-void writer() {
-  for (long long r = args().row0; r < y.rows(); r += 32 * num_cores())
-    for (long long c = 0; c < y.cols(); c += 32) {
-      auto blk = y_cb.scoped_wait();
-      long long h = y.rows() - r < 32 ? y.rows() - r : 32, w = y.cols() - c < 32 ? y.cols() - c : 32;
-      dma(blk, y.slice(r, c, h, w)).wait();
-    }
-}
-)";
-
 std::string bcast_kernel(const std::string& expr) {
   return R"(
 void reader() {
@@ -90,86 +66,6 @@ void writer() {
 }
 )";
 }
-
-const char* kReduceMath = R"(
-void reader() {
-  auto xb = x_cb.scoped_reserve();
-  dma(x.slice(0, 0, 2, 2), xb).wait();
-}
-void compute() {
-  auto xb = x_cb.scoped_wait();
-  {
-    auto s = s_cb.scoped_reserve();
-    s.store(reduce_sum<0>(xb));
-  }
-  {
-    auto m = m_cb.scoped_reserve();
-    m.store(reduce_max<1>(xb));
-  }
-  auto u = u_cb.scoped_reserve();
-  u.store(sigmoid(xb) + tanh(xb) + relu(xb) + abs(xb) + neg(xb) + exp(xb) * 0.5f + log(abs(xb) + 1.0f) +
-          sqrt(abs(xb)) + rsqrt(abs(xb) + 1.0f) - xb / 3.0f);
-}
-void writer() {
-  {
-    auto s = s_cb.scoped_wait();
-    dma(s, sums.slice(0, 0, 1, 2)).wait();
-  }
-  {
-    auto m = m_cb.scoped_wait();
-    dma(m, maxes.slice(0, 0, 2, 1)).wait();
-  }
-  auto u = u_cb.scoped_wait();
-  dma(u, math.slice(0, 0, 2, 2)).wait();
-}
-)";
-
-const char* kRowMulticast = R"(
-void reader() {
-  long long r = core_y(), c = core_x();
-  auto bb = b_cb.scoped_reserve();
-  if (c == 0) {
-    dma(b.slice(r, 0), bb).wait();
-    if (grid_cols() > 1) mcast(bb, b_cb, CoreRange{1, (int)r, grid_cols(), (int)r + 1}).wait();
-  } else {
-    mcast_receive(bb).wait();
-  }
-  auto ab = a_cb.scoped_reserve();
-  dma(a.slice(r, c), ab).wait();
-}
-void compute() {
-  auto bb = b_cb.scoped_wait();
-  auto ab = a_cb.scoped_wait();
-  auto yb = y_cb.scoped_reserve();
-  yb.store(ab + bb);
-}
-void writer() {
-  auto yb = y_cb.scoped_wait();
-  dma(yb, y.slice(core_y(), core_x())).wait();
-}
-)";
-
-const char* kBarrier = R"(
-void reader() {
-  arrived.remote_inc(0, 0);
-  if (core_x() == 0 && core_y() == 0) {
-    arrived.wait(num_cores());
-    go.mcast_set(whole_grid(), 1);
-  }
-  go.wait(1);
-  auto xb = x_cb.scoped_reserve();
-  dma(x.slice(core_y(), core_x()), xb).wait();
-}
-void compute() {
-  auto xb = x_cb.scoped_wait();
-  auto yb = y_cb.scoped_reserve();
-  yb.store(xb + (float)core_index());
-}
-void writer() {
-  auto yb = y_cb.scoped_wait();
-  dma(yb, y.slice(core_y(), core_x())).wait();
-}
-)";
 
 Program matmul_program(const Tensor& a, const Tensor& b, int cores, int bm, int bk, int bn, DType t) {
   int64_t M = a.size(0), N = b.size(1);
