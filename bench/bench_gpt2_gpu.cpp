@@ -42,14 +42,17 @@ int main(int argc, char** argv) {
   std::vector<double> ms;
   std::vector<float> losses;
   double first_s = 0;
+  settings().profile = true;  // device time of each step's kernels (replays are not profiled)
   for (int s = 0; s < steps; s++) {
+    double dev0 = stats().device_ms;
     auto t0 = std::chrono::steady_clock::now();
     float loss = (use_jit ? jitted({idx, tgt})[0] : train(idx, tgt)).item<float>();
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (s == 0) first_s = dt;
     if (s >= 2) ms.push_back(dt * 1e3);
     losses.push_back(loss);
-    std::fprintf(stderr, "bench_gpt2_gpu: step %d loss %.4f %.1f ms\n", s, loss, dt * 1e3);
+    std::fprintf(stderr, "bench_gpt2_gpu: step %d loss %.4f %.1f ms (kernels %.1f ms)\n", s, loss, dt * 1e3,
+                 stats().device_ms - dev0);
   }
   std::sort(ms.begin(), ms.end());
   double med = ms.empty() ? first_s * 1e3 : ms[ms.size() / 2];
