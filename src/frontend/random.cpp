@@ -51,7 +51,7 @@ Tensor mix32(Tensor x) {
 // 24 random bits (u32 in [0, 2^24)) per element, stream `k` of a draw. The draw's key and offset
 // are read from a 3-element buffer, not baked in as constants, so every draw of one shape runs the
 // same compiled kernel.
-Tensor bits24(const Shape& s, uint64_t seed, uint64_t offset, int k) {
+Tensor bits24(const Shape& s, uint64_t seed, uint64_t offset, int k, std::optional<Device> d) {
   Tensor idx = Tensor(ir::make(Op::IOTA, DType::I64, {numel_of(s)}, {}, {0})).reshape(s);
   uint64_t key = seed * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(k) * 0xbf58476d1ce4e5b9ull;
   // (the xored constants keep seed 0 and offset 0 away from the mix's fixed point at 0)
@@ -59,7 +59,7 @@ Tensor bits24(const Shape& s, uint64_t seed, uint64_t offset, int k) {
       static_cast<int64_t>(offset & 0xffffffffull),
       static_cast<int64_t>((key ^ 0x9e3779b9ull) & 0xffffffffull),
       static_cast<int64_t>(((key >> 32) ^ (offset >> 32) ^ 0x85ebca6bull) & 0xffffffffull)};
-  Tensor params = tensor(p);
+  Tensor params = place(tensor(p), d);  // on the device the draw is wanted on
   auto param = [&](int64_t i, DType t) { return params.slice(0, i, i + 1).to(t).reshape({}).expand(s); };
   Tensor lo = (idx + param(0, DType::I64)).to(DType::U32) ^ param(1, DType::U32);
   Tensor h = mix32(mix32(lo) ^ param(2, DType::U32));
@@ -67,19 +67,19 @@ Tensor bits24(const Shape& s, uint64_t seed, uint64_t offset, int k) {
 }
 
 // uniform [0, 1) f32 with 24 random bits
-Tensor uniform_bits(const Shape& s, uint64_t seed, uint64_t offset, int k) {
-  return bits24(s, seed, offset, k).to(DType::F32) * (1.0 / 16777216.0);
+Tensor uniform_bits(const Shape& s, uint64_t seed, uint64_t offset, int k, std::optional<Device> d) {
+  return bits24(s, seed, offset, k, d).to(DType::F32) * (1.0 / 16777216.0);
 }
 
 // 48 random bits as i64 in [0, 2^48), from streams k and k+1
-Tensor bits48(const Shape& s, uint64_t seed, uint64_t offset, int k) {
-  return bits24(s, seed, offset, k).to(DType::I64) * (int64_t{1} << 24) +
-         bits24(s, seed, offset, k + 1).to(DType::I64);
+Tensor bits48(const Shape& s, uint64_t seed, uint64_t offset, int k, std::optional<Device> d) {
+  return bits24(s, seed, offset, k, d).to(DType::I64) * (int64_t{1} << 24) +
+         bits24(s, seed, offset, k + 1, d).to(DType::I64);
 }
 
 // uniform (0, 1] f64 with 48 random bits
-Tensor uniform_open0(const Shape& s, uint64_t seed, uint64_t offset, int k) {
-  return (bits48(s, seed, offset, k).to(DType::F64) + 1.0) * std::ldexp(1.0, -48);
+Tensor uniform_open0(const Shape& s, uint64_t seed, uint64_t offset, int k, std::optional<Device> d) {
+  return (bits48(s, seed, offset, k, d).to(DType::F64) + 1.0) * std::ldexp(1.0, -48);
 }
 
 void need_float(const char* op, DType t) {
@@ -116,7 +116,7 @@ Tensor rand(Shape s, Generator& g, TensorOptions o) {
   check_shape("rand", s);
   need_float("rand", o.dtype);
   auto [seed, off] = g.take(numel_of(s));
-  return place(uniform_bits(s, seed, off, 0).to(o.dtype), o.device);
+  return place(uniform_bits(s, seed, off, 0, o.device).to(o.dtype), o.device);
 }
 Tensor rand(Shape s, TensorOptions o) { return rand(std::move(s), default_generator(), o); }
 
@@ -125,7 +125,7 @@ Tensor randn(Shape s, Generator& g, TensorOptions o) {
   need_float("randn", o.dtype);
   auto [seed, off] = g.take(numel_of(s));
   // Box-Muller: u1 in (0, 1] so log is finite
-  Tensor u1 = 1.0 - uniform_bits(s, seed, off, 1), u2 = uniform_bits(s, seed, off, 2);
+  Tensor u1 = 1.0 - uniform_bits(s, seed, off, 1, o.device), u2 = uniform_bits(s, seed, off, 2, o.device);
   Tensor r = (u1.log() * -2.0).sqrt() * (u2 * (2 * std::numbers::pi)).cos();
   return place(r.to(o.dtype), o.device);
 }
@@ -142,7 +142,7 @@ Tensor randint(int64_t low, int64_t high, Shape s, Generator& g, TensorOptions o
   auto [seed, off] = g.take(numel_of(s));
   // low + floor(u * (high - low)) with a 48-bit u: exact in f64, bias below 2^-48 * range
   double range = static_cast<double>(high) - static_cast<double>(low);
-  Tensor u = bits48(s, seed, off, 0).to(DType::F64) * std::ldexp(1.0, -48);
+  Tensor u = bits48(s, seed, off, 0, o.device).to(DType::F64) * std::ldexp(1.0, -48);
   Tensor k = (u * range).trunc().to(DType::I64);
   k = minimum(k, full({}, Scalar(static_cast<long long>(high - low - 1)), DType::I64));
   return place((k + Scalar(static_cast<long long>(low))).to(o.dtype), o.device);
@@ -156,7 +156,7 @@ Tensor bernoulli(const Tensor& p, Generator& g) {
     fail("bernoulli", "probabilities must be a float tensor, got " + to_string(p.dtype()) + " of shape " +
                           shape_str(p.shape()));
   auto [seed, off] = g.take(p.numel());
-  Tensor u = uniform_bits(p.shape(), seed, off, 0);
+  Tensor u = uniform_bits(p.shape(), seed, off, 0, p.device());
   DType t = promote_types(p.dtype(), DType::F32);
   return (u.to(t) < p.to(t)).to(p.dtype());
 }
@@ -182,7 +182,7 @@ Tensor randperm(int64_t n, Generator& g, TensorOptions o) {
   if (o.dtype == DType::Bool) fail("randperm", "bool is not a valid dtype");
   auto [seed, off] = g.take(n);
   // the rank of each of n random keys (ties broken by position) is a uniform random permutation
-  Tensor key = bits48({n}, seed, off, 0);
+  Tensor key = bits48({n}, seed, off, 0, o.device);
   Tensor idx = arange(n);
   Tensor ki = key.unsqueeze(1), kj = key.unsqueeze(0);
   Tensor before = (kj < ki) | ((kj == ki) & (idx.unsqueeze(0) < idx.unsqueeze(1)));
@@ -208,17 +208,18 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
   if (replacement) {
     // inverse CDF: cdf[c] = sum_{j <= c} p[j]; a sample is the number of cdf entries <= u * total
     auto [seed, off] = g.take(rows * num_samples);
-    Tensor le = cat.unsqueeze(0) <= cat.unsqueeze(1);                             // (k: c, k: j)
-    Tensor cdf = where(le.unsqueeze(0), p.unsqueeze(1), 0.0).sum(2);              // (rows, k)
-    Tensor total = cdf.slice(1, k - 1, k);                                        // (rows, 1)
-    Tensor u = (1.0 - uniform_open0({rows, num_samples}, seed, off, 0)) * total;  // [0, total)
-    Tensor below = cdf.unsqueeze(1) <= u.unsqueeze(2);                            // (rows, n, k)
+    Tensor le = cat.unsqueeze(0) <= cat.unsqueeze(1);                 // (k: c, k: j)
+    Tensor cdf = where(le.unsqueeze(0), p.unsqueeze(1), 0.0).sum(2);  // (rows, k)
+    Tensor total = cdf.slice(1, k - 1, k);                            // (rows, 1)
+    Tensor u =
+        (1.0 - uniform_open0({rows, num_samples}, seed, off, 0, probs.device())) * total;  // [0, total)
+    Tensor below = cdf.unsqueeze(1) <= u.unsqueeze(2);                                     // (rows, n, k)
     out = minimum(below.to(DType::I64).sum(2), full({}, Scalar(static_cast<long long>(k - 1)), DType::I64));
   } else {
     // exponential race: key = E / p with E ~ Exp(1); the categories in increasing key order are
     // draws without replacement in order
     auto [seed, off] = g.take(rows * k);
-    Tensor e = uniform_open0({rows, k}, seed, off, 0).log() * -1.0;
+    Tensor e = uniform_open0({rows, k}, seed, off, 0, probs.device()).log() * -1.0;
     Tensor key = e / p;  // p == 0 gives inf: drawn last
     Tensor ki = key.unsqueeze(2), kj = key.unsqueeze(1);
     Tensor before = (kj < ki) | ((kj == ki) & (cat.unsqueeze(0) < cat.unsqueeze(1)).unsqueeze(0));
