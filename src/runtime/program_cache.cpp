@@ -36,12 +36,6 @@ Cache& cache() {
   return *c;
 }
 
-std::string hex(uint64_t v) {
-  char b[20];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
 std::shared_ptr<Library> open_library(const std::string& path) {
   auto& libs = cache().libs;
   auto it = libs.find(path);
@@ -64,6 +58,29 @@ void* find_raw_symbol(const std::shared_ptr<Library>& lib, const std::string& sy
 
 }  // namespace
 
+std::string hash_hex(uint64_t v) {
+  char b[20];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+Batch make_batch(const std::string& prelude, const std::vector<KernelSource>& kernels,
+                 const std::vector<std::string>& keys, const std::vector<size_t>& missing,
+                 const std::string& id) {
+  Batch b{prelude, "", ""};
+  std::string all_keys;
+  std::unordered_map<std::string, bool> emitted;
+  for (size_t i : missing) {
+    if (emitted[kernels[i].symbol]) continue;
+    emitted[kernels[i].symbol] = true;
+    b.source += "\n" + kernels[i].source;
+    b.what += (b.what.empty() ? "" : ", ") + kernels[i].name;
+    all_keys += keys[i];
+  }
+  b.key = hash_hex(hash_string(all_keys, hash_string(id)));
+  return b;
+}
+
 uint64_t hash_string(const std::string& s, uint64_t seed) {
   uint64_t h = 1469598103934665603ull ^ seed;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
@@ -81,7 +98,7 @@ std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels) {
   std::vector<std::string> keys(kernels.size());
   std::vector<size_t> missing;
   for (size_t i = 0; i < kernels.size(); i++) {
-    keys[i] = hex(hash_string(kernels[i].source, hash_string(id)));
+    keys[i] = hash_hex(hash_string(kernels[i].source, hash_string(id)));
     if (auto it = c.fns.find(keys[i]); it != c.fns.end()) {
       fns[i] = it->second;
       stats().memory_cache_hits++;
@@ -99,17 +116,10 @@ std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels) {
   if (missing.empty()) return fns;
 
   // one compiler call for every kernel this schedule still needs
-  std::string src = codegen::c_prelude(), what, all_keys;
-  std::unordered_map<std::string, bool> emitted;
-  for (size_t i : missing) {
-    if (emitted[kernels[i].symbol]) continue;
-    emitted[kernels[i].symbol] = true;
-    src += "\n" + kernels[i].source;
-    what += (what.empty() ? "" : ", ") + kernels[i].name;
-    all_keys += keys[i];
-  }
+  Batch batch = make_batch(codegen::c_prelude(), kernels, keys, missing, id);
+  const std::string &src = batch.source, &what = batch.what;
   make_dirs(dir);
-  std::string so = "b_" + hex(hash_string(all_keys, hash_string(id))) + ".so";
+  std::string so = "b_" + batch.key + ".so";
   compile_shared_object(src, dir + "/" + so, what);
   auto lib = open_library(dir + "/" + so);
   if (!lib) throw Error("kiln.compile: cannot load " + dir + "/" + so + ": " + dlerror());
@@ -129,7 +139,7 @@ void* load_cxx_symbol(const std::string& source, const std::string& symbol, cons
   std::lock_guard<std::mutex> l(c.mu);
   const std::string& id = compiler_id(Language::Cxx);
   const std::string& dir = settings().cache_dir;
-  std::string key = hex(hash_string(source, hash_string(id, headers_hash)));
+  std::string key = hash_hex(hash_string(source, hash_string(id, headers_hash)));
   if (auto it = c.symbols.find(key); it != c.symbols.end()) {
     stats().memory_cache_hits++;
     return it->second;

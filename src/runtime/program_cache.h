@@ -11,9 +11,20 @@ using KernelFn = void (*)(void** bufs, int64_t start, int64_t end);
 
 struct KernelSource {
   std::string name;    // for messages
-  std::string symbol;  // C function name; the entry point is symbol + "_call"
-  std::string source;  // C source without the prelude
+  std::string symbol;  // function name (C: the entry point is symbol + "_call"; CUDA: the kernel)
+  std::string source;  // C or CUDA C++ source without the prelude
 };
+
+// The kernels of a schedule that no cache had, as one translation unit for one compiler call: the
+// prelude, then each distinct kernel once. `what` names them for messages; `key` names the batch
+// (a hash of their keys and the compiler id).
+struct Batch {
+  std::string source, what, key;
+};
+Batch make_batch(const std::string& prelude, const std::vector<KernelSource>& kernels,
+                 const std::vector<std::string>& keys, const std::vector<size_t>& missing,
+                 const std::string& id);
+std::string hash_hex(uint64_t v);  // 16 hex digits
 
 std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels);
 // The address of `symbol` in the shared object built by the C++ compiler from `source` (tile

@@ -374,8 +374,8 @@ void writer() {
 
 TEST(TileCuda, MixedDeviceInputsAreRejected) {
   KILN_REQUIRE_GPU();
-  Program p =
-      add_program(on(tile_input({32, 32}, 1), Device::cuda()), tile_input({32, 32}, 2), 1, 1, 1, DType::F32);
+  Program p = add_program(on(tile_input({32, 32}, 1), Device::cuda()),
+                          on(tile_input({32, 32}, 2), Device::cpu()), 1, 1, 1, DType::F32);
   p.set_runtime_args(0, {0, 1, 0, 1});
   EXPECT_NE(error_of([&] { p.run(); }).find("inputs on the CPU and on cuda:0"), std::string::npos);
 }

@@ -28,12 +28,6 @@ Cache& cache() {
   return *c;
 }
 
-std::string hex(uint64_t v) {
-  char b[20];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
 std::vector<std::string> options(const Context& c) {
   return {"--gpu-architecture=" + c.arch, "-std=c++17", "--fmad=true", "-default-device"};
 }
@@ -108,7 +102,7 @@ std::vector<CUfunction> load_kernels(int ordinal, const std::vector<KernelSource
   std::vector<size_t> missing;
   std::string prefix = std::to_string(ordinal) + ":";
   for (size_t i = 0; i < kernels.size(); i++) {
-    keys[i] = hex(hash_string(kernels[i].source, hash_string(id)));
+    keys[i] = hash_hex(hash_string(kernels[i].source, hash_string(id)));
     if (auto it = k.fns.find(prefix + keys[i]); it != k.fns.end()) {
       fns[i] = it->second;
       stats().memory_cache_hits++;
@@ -125,18 +119,11 @@ std::vector<CUfunction> load_kernels(int ordinal, const std::vector<KernelSource
   }
   if (missing.empty()) return fns;
 
-  std::string src = codegen::cuda_prelude(), what, all_keys;
-  std::unordered_map<std::string, bool> emitted;
-  for (size_t i : missing) {
-    if (emitted[kernels[i].symbol]) continue;
-    emitted[kernels[i].symbol] = true;
-    src += "\n" + kernels[i].source;
-    what += (what.empty() ? "" : ", ") + kernels[i].name;
-    all_keys += keys[i];
-  }
-  std::string cubin = compile(c, src, what, options(c));
+  Batch batch = make_batch(codegen::cuda_prelude(), kernels, keys, missing, id);
+  const std::string& what = batch.what;
+  std::string cubin = compile(c, batch.source, what, options(c));
   make_dirs(dir);
-  std::string file = "b_" + hex(hash_string(all_keys, hash_string(id))) + ".cubin";
+  std::string file = "b_" + batch.key + ".cubin";
   write_file_atomic(dir + "/" + file, cubin);
   CUmodule m = load_module(c, dir + "/" + file, &cubin);
   if (!m) throw Error("kiln.cuda: the driver could not load the compiled kernels " + what);
@@ -161,7 +148,7 @@ CUfunction load_program(int ordinal, const std::string& what, const std::string&
   std::string id = "nvrtc " + std::to_string(availability().nvrtc_major) + "." +
                    std::to_string(availability().nvrtc_minor) + " program";
   for (auto& o : opts) id += " " + o;
-  const std::string key = "p_" + hex(hash_string(source, hash_string(id)));
+  const std::string key = "p_" + hash_hex(hash_string(source, hash_string(id)));
   const std::string& dir = settings().cache_dir;
   const std::string mem_key = std::to_string(ordinal) + ":" + key;
   if (auto it = k.fns.find(mem_key); it != k.fns.end()) {

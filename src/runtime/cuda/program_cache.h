@@ -7,14 +7,11 @@
 
 #include "codegen/render_cuda.h"
 #include "runtime/cuda/api.h"
+#include "runtime/program_cache.h"
 
 namespace kiln::runtime::cuda {
 
-struct KernelSource {
-  std::string name;    // for messages
-  std::string symbol;  // the extern "C" kernel name
-  std::string source;  // CUDA C++ without the prelude
-};
+using runtime::KernelSource;  // symbol: the extern "C" kernel name
 
 std::vector<CUfunction> load_kernels(int ordinal, const std::vector<KernelSource>& kernels);
 // One self-contained translation unit (no kiln prelude, C++ standard `std`, e.g. "c++20") with the
