@@ -29,6 +29,9 @@ namespace {
 
 const Device gpu = Device::cuda();
 
+// Inputs are realized once: a lazy random tensor would be drawn again inside every timed step.
+Tensor rnd(Shape s, TensorOptions o) { return randn(std::move(s), o).realize(); }
+
 struct Timing {
   double device_ms, wall_ms;
 };
@@ -105,8 +108,8 @@ void copy_bandwidth() {
 
 void g1() {
   int64_t R = 8192, C = 8192;
-  Tensor a = randn({R, C}, {.device = gpu}), b = randn({R, C}, {.device = gpu}),
-         c = randn({1, C}, {.device = gpu});
+  Tensor a = rnd({R, C}, {.device = gpu}), b = rnd({R, C}, {.device = gpu}),
+         c = rnd({1, C}, {.device = gpu});
   auto f = [&] { return a * b + c.tanh(); };
   Tensor small = (a.slice(0, 0, 64) * b.slice(0, 0, 64) + c.tanh()).to(Device::cpu());
   Tensor ref =
@@ -117,8 +120,8 @@ void g1() {
 }
 
 void layernorm(int64_t N, int64_t C, DType dt) {
-  Tensor x = randn({N, C}, {.dtype = dt, .device = gpu}), w = randn({C}, {.dtype = dt, .device = gpu}),
-         bb = randn({C}, {.dtype = dt, .device = gpu}), dy = randn({N, C}, {.dtype = dt, .device = gpu});
+  Tensor x = rnd({N, C}, {.dtype = dt, .device = gpu}), w = rnd({C}, {.dtype = dt, .device = gpu}),
+         bb = rnd({C}, {.dtype = dt, .device = gpu}), dy = rnd({N, C}, {.dtype = dt, .device = gpu});
   double es = static_cast<double>(dtype_size(dt));
   std::string sfx = std::to_string(N) + "x" + std::to_string(C) + "_" + dtype_name(dt);
   // reference: the same op on the CPU in f64 for the first rows
@@ -144,8 +147,8 @@ void layernorm(int64_t N, int64_t C, DType dt) {
 
 void g5() {
   int64_t N = 8192, V = 50304;
-  Tensor logits = randn({N, V}, {.device = gpu});
-  Tensor tgt = randint(0, V, {N}, {.dtype = DType::I64, .device = gpu});
+  Tensor logits = rnd({N, V}, {.device = gpu});
+  Tensor tgt = randint(0, V, {N}, {.dtype = DType::I64, .device = gpu}).realize();
   Tensor lg = logits.detach();
   lg.requires_grad_();
   auto fb = [&] {
@@ -163,8 +166,8 @@ void g5() {
 }
 
 void g6(int64_t n) {
-  Tensor a = randn({n, n}, {.dtype = DType::BF16, .device = gpu}),
-         b = randn({n, n}, {.dtype = DType::BF16, .device = gpu});
+  Tensor a = rnd({n, n}, {.dtype = DType::BF16, .device = gpu}),
+         b = rnd({n, n}, {.dtype = DType::BF16, .device = gpu});
   Tensor ref = a.slice(0, 0, 8).to(Device::cpu()).to(DType::F64).matmul(b.to(Device::cpu()).to(DType::F64));
   check("G6", rel_err(a.slice(0, 0, 8).matmul(b), ref), 1e-2);
   auto f = [&] { a.matmul(b).realize(); };
@@ -174,9 +177,9 @@ void g6(int64_t n) {
 
 void g7() {
   int64_t B = 16, H = 12, T = 1024, D = 64;
-  Tensor q = randn({B, H, T, D}, {.dtype = DType::BF16, .device = gpu}),
-         k = randn({B, H, T, D}, {.dtype = DType::BF16, .device = gpu}),
-         v = randn({B, H, T, D}, {.dtype = DType::BF16, .device = gpu});
+  Tensor q = rnd({B, H, T, D}, {.dtype = DType::BF16, .device = gpu}),
+         k = rnd({B, H, T, D}, {.dtype = DType::BF16, .device = gpu}),
+         v = rnd({B, H, T, D}, {.dtype = DType::BF16, .device = gpu});
   Tensor i = arange(T, {.device = gpu});
   Tensor causal = i.unsqueeze(1) >= i.unsqueeze(0);
   auto f = [&] {
@@ -206,8 +209,8 @@ Timing time_wall(const std::function<void()>& fn, int reps = 20, int warmup = 3)
 void tile_kernels() {
   int cores = 264;
   int64_t N = 32768, C = 768;
-  Tensor x = randn({N, C}, {.device = gpu}), w = randn({C}, {.device = gpu}),
-         bb = randn({C}, {.device = gpu}), dy = randn({N, C}, {.device = gpu});
+  Tensor x = rnd({N, C}, {.device = gpu}), w = rnd({C}, {.device = gpu}),
+         bb = rnd({C}, {.device = gpu}), dy = rnd({N, C}, {.device = gpu});
   auto f = tile::layernorm_forward(x, w, bb, 1e-5, cores);
   Tensor ref =
       F::layer_norm(x.slice(0, 0, 16).to(Device::cpu()), {C}, w.to(Device::cpu()), bb.to(Device::cpu()));
@@ -227,8 +230,8 @@ void tile_kernels() {
   }
   {  // last: its row split may not fit a block's shared memory
     int64_t R = 8192, C = 8192;
-    Tensor a = randn({R, C}, {.device = gpu}), b = randn({R, C}, {.device = gpu}),
-           c = randn({1, C}, {.device = gpu});
+    Tensor a = rnd({R, C}, {.device = gpu}), b = rnd({R, C}, {.device = gpu}),
+           c = rnd({1, C}, {.device = gpu});
     Tensor ref = (a.slice(0, 0, 64) * b.slice(0, 0, 64) + c.tanh()).to(Device::cpu());
     for (auto [split, name] :
          {std::pair{tile::Split::Rows, "tile_rows"}, std::pair{tile::Split::Cols, "tile_cols"}}) {
