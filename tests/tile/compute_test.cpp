@@ -30,30 +30,6 @@ TEST(TileBroadcast, ColumnVectorBlocks4x1) {
 }
 
 // y = a + bcast(v): one block of 4 x 4 tiles; v's CB shape picks the broadcast.
-std::string bcast_kernel(const std::string& expr) {
-  return R"(
-void reader() {
-  auto ab = a_cb.scoped_reserve();
-  auto vb = v_cb.scoped_reserve();
-  Transfer t1 = dma(a.slice(0, 0, 4, 4), ab);
-  Transfer t2 = dma(v.slice(0, 0, v_cb.rows, v_cb.cols), vb);
-  t1.wait();
-  t2.wait();
-}
-void compute() {
-  auto ab = a_cb.scoped_wait();
-  auto vb = v_cb.scoped_wait();
-  auto yb = y_cb.scoped_reserve();
-  yb.store()" +
-         expr + R"();
-}
-void writer() {
-  auto yb = y_cb.scoped_wait();
-  dma(yb, y.slice(0, 0, 4, 4)).wait();
-}
-)";
-}
-
 void run_bcast(const std::string& name, const std::string& expr, Shape vshape, int vr, int vc,
                const std::function<float(float a, const std::vector<float>& v, int i, int j)>& ref) {
   Tensor a = tile_input({128, 128}, 31), v = tile_input(vshape, 32);

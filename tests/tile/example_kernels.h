@@ -1,5 +1,6 @@
 // Tile kernels used by the tests of both backends (CPU fibers and CUDA thread blocks).
 #pragma once
+#include <string>
 
 namespace kiln::tile_examples {
 
@@ -115,5 +116,30 @@ void writer() {
     }
 }
 )";
+
+// y = expr over blocks of a, v (one block of each CB): the CB shapes say which broadcast applies
+inline std::string bcast_kernel(const std::string& expr) {
+  return R"(
+void reader() {
+  auto ab = a_cb.scoped_reserve();
+  auto vb = v_cb.scoped_reserve();
+  Transfer t1 = dma(a.slice(0, 0, a_cb.rows, a_cb.cols), ab);
+  Transfer t2 = dma(v.slice(0, 0, v_cb.rows, v_cb.cols), vb);
+  t1.wait();
+  t2.wait();
+}
+void compute() {
+  auto ab = a_cb.scoped_wait();
+  auto vb = v_cb.scoped_wait();
+  auto yb = y_cb.scoped_reserve();
+  yb.store()" +
+         expr + R"();
+}
+void writer() {
+  auto yb = y_cb.scoped_wait();
+  dma(yb, y.slice(0, 0, y_cb.rows, y_cb.cols)).wait();
+}
+)";
+}
 
 }  // namespace kiln::tile_examples

@@ -43,30 +43,6 @@ Program add_program(const Tensor& a, const Tensor& b, int cores, int br, int bc,
   return p;
 }
 
-std::string bcast_kernel(const std::string& expr) {
-  return R"(
-void reader() {
-  auto ab = a_cb.scoped_reserve();
-  auto vb = v_cb.scoped_reserve();
-  Transfer t1 = dma(a.slice(0, 0, a_cb.rows, a_cb.cols), ab);
-  Transfer t2 = dma(v.slice(0, 0, v_cb.rows, v_cb.cols), vb);
-  t1.wait();
-  t2.wait();
-}
-void compute() {
-  auto ab = a_cb.scoped_wait();
-  auto vb = v_cb.scoped_wait();
-  auto yb = y_cb.scoped_reserve();
-  yb.store()" +
-         expr + R"();
-}
-void writer() {
-  auto yb = y_cb.scoped_wait();
-  dma(yb, y.slice(0, 0, y_cb.rows, y_cb.cols)).wait();
-}
-)";
-}
-
 Program matmul_program(const Tensor& a, const Tensor& b, int cores, int bm, int bk, int bn, DType t) {
   int64_t M = a.size(0), N = b.size(1);
   Program p = Program::from_library("matmul/matmul.cpp", Grid::cores(cores));
