@@ -35,10 +35,13 @@ def main():
                 rate, floor = f"{r['GB/s']:.0f} GB/s", r["GB/s"] / bw
             elif "TFLOP/s" in r:
                 rate, floor = f"{r['TFLOP/s']:.1f} TF/s", r["TFLOP/s"] / BF16_PEAK_TFLOPS
+            elif "tok/s" in r:
+                rate, floor = f"{r['tok/s']:.0f} tok/s", 0
             else:
                 rate, floor = "", 0
-            ve = f"{eager / r['ms']:.2f}x" if eager and r["impl"] == "kiln" else ""
-            vc = f"{comp / r['ms']:.2f}x" if comp and r["impl"] == "kiln" else ""
+            kiln = r["impl"].startswith("kiln")
+            ve = f"{eager / r['ms']:.2f}x" if eager and kiln else ""
+            vc = f"{comp / r['ms']:.2f}x" if comp and kiln else ""
             step = f"{r['step_ms']:.3f}" if "step_ms" in r else ""
             print(f"{r['workload']:4} {n[:40]:40} {r['impl']:14} {r['ms']:9.3f} {step:>9} {rate:>12} {floor:8.2f} {ve:>8} {vc:>10}")
 

@@ -1,7 +1,7 @@
 """PyTorch eager and torch.compile on the GPU workloads that bench_gpu runs, for side-by-side tables.
 Prints one JSON line per measurement. Usage: python3 bench/torch_gpu.py [G1 G2 ...]"""
-import json, math, statistics, sys, time
-import torch, torch.nn.functional as F
+import json, math, os, statistics, sys, time
+import torch, torch.nn as nn, torch.nn.functional as F
 
 dev = "cuda"
 torch.backends.cuda.matmul.allow_tf32 = True
@@ -92,6 +92,66 @@ def main():
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))
             return att.masked_fill(~mask, float("-inf")).softmax(-1) @ v
         both("G7", name + "_naive", naive, (q, k, v), flops=fl)
+    if os.environ.get("GPT"):  # GPT="B T ...": G8, the GPT-2 124M training step bench_gpt2_gpu runs
+        B, T = (int(v) for v in os.environ["GPT"].split()[:2])
+        gpt2(B, T)
+
+
+class Block(nn.Module):
+    def __init__(s, C, H):
+        super().__init__()
+        s.H = H
+        s.ln1, s.ln2 = nn.LayerNorm(C), nn.LayerNorm(C)
+        s.qkv, s.proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
+        s.fc, s.out = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+
+    def forward(s, x):
+        B, T, C = x.shape
+        q, k, v = s.qkv(s.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, s.H, C // s.H).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, C)
+        x = x + s.proj(y)
+        return x + s.out(F.gelu(s.fc(s.ln2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(s, L=12, C=768, H=12, V=50304, T=1024):
+        super().__init__()
+        s.wte, s.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
+        s.blocks = nn.ModuleList(Block(C, H) for _ in range(L))
+        s.ln_f = nn.LayerNorm(C)
+        s.head = nn.Linear(C, V, bias=False)
+        s.head.weight = s.wte.weight  # tied, as GPT-2
+
+    def forward(s, idx, tgt):
+        x = s.wte(idx) + s.wpe(torch.arange(idx.shape[1], device=idx.device))
+        for b in s.blocks:
+            x = b(x)
+        logits = s.head(s.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1))
+
+
+def gpt2(B, T):
+    """G8 as bench_gpt2_gpu runs it: f32 with TF32 matmuls, AdamW, random tokens; eager and compiled."""
+    for impl in ("torch-eager", "torch-compile"):
+        torch.manual_seed(0)
+        model = GPT().to(dev)
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.0)
+        fwd = torch.compile(model) if impl == "torch-compile" else model
+        idx = torch.randint(0, 50257, (B, T), device=dev); tgt = torch.randint(0, 50257, (B, T), device=dev)
+
+        def step():
+            loss = fwd(idx, tgt)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            return loss
+
+        t0 = time.time(); first = step().item(); ct = time.time() - t0
+        ms = bench(step, warmup=2, reps=10)
+        report("G8", f"gpt2_124M_train_step_B{B}_T{T}_f32", impl, ms, **{"tok/s": round(B * T / ms * 1e3),
+               "first_step_s": round(ct, 1), "loss_first": round(first, 4)})
+        del model, opt
 
 
 if __name__ == "__main__":

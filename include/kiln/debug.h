@@ -36,6 +36,7 @@ struct Stats {
   int64_t arena_bytes = 0;    // memory-plan arenas allocated (their planned peaks, summed)
   int64_t arena_no_reuse_bytes = 0;  // what their intermediates would take without reuse
   int64_t jit_replays = 0;           // kiln::Jit calls answered by replaying a captured step
+  int64_t gemm_launches = 0;         // matmuls a realize ran in the GEMM library (cuBLASLt)
 };
 Stats& stats();
 // Forget compiled programs held in memory (the disk cache stays): the next run must load from disk.

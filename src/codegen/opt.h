@@ -7,6 +7,9 @@
 
 namespace kiln::codegen {
 
+// Folds one-hot sums into indexed loads: sum over r of where(r == e && c, v(r), 0), e free of r,
+// becomes where(0 <= e < n && c, v(e), 0) (gather, embedding, a class-index loss's target term).
+ir::NodeRef fold_onehot_sums(const ir::NodeRef& ast, std::vector<std::string>& log);
 // Merges adjacent output loops when that makes index math no more expensive (contiguous access
 // becomes one flat loop). Returns the new AST; `log` collects the opts taken (KILN_DEBUG=3).
 ir::NodeRef collapse_loops(const ir::NodeRef& ast, std::vector<std::string>& log);

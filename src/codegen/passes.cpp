@@ -32,6 +32,7 @@ Lowered lower(const NodeRef& ast, Target target) {
   Lowered out;
   NodeRef s = ast;
   if (!settings().noopt) {
+    s = fold_onehot_sums(s, out.opts);
     s = collapse_loops(s, out.opts);
     s = merge_reduces(s, out.opts);
     // register tiles for CPU vector units; on the GPU the threads of a block share the work instead

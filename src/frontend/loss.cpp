@@ -44,7 +44,7 @@ Tensor reduce(const Tensor& loss, Reduction r, DType out) {
 
 // log_softmax over dim d, computed stably: (x - max) - log(sum(exp(x - max)))
 Tensor log_softmax_stable(const Tensor& x, int64_t d) {
-  Tensor s = x - x.max(d, true);
+  Tensor s = x - x.max(d, true).detach();  // the shift's gradient is exactly 0
   return s - s.exp().sum(d, true).log();
 }
 

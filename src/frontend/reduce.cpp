@@ -74,7 +74,7 @@ Tensor Tensor::mean(std::vector<int64_t> dims, bool keepdim) const {
 
 Tensor Tensor::softmax(int64_t d) const {
   Tensor x = to(acc_of(float_result(dtype())));
-  Tensor e = (x - x.max(d, true)).exp();
+  Tensor e = (x - x.max(d, true).detach()).exp();  // the shift's gradient is exactly 0
   return (e / e.sum(d, true)).to(float_result(dtype()));
 }
 

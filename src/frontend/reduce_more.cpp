@@ -92,7 +92,7 @@ Tensor Tensor::log_softmax(int64_t d) const {
   d = norm_dim("log_softmax", d, dim());
   DType out = float_result(dtype());
   Tensor x = to(calc_of(out));
-  Tensor s = x - x.max(d, true);
+  Tensor s = x - x.max(d, true).detach();  // the shift's gradient is exactly 0
   return (s - s.exp().sum(d, true).log()).to(out);
 }
 
@@ -118,7 +118,7 @@ Tensor Tensor::logsumexp(std::vector<int64_t> dims, bool keepdim) const {
   auto nd = norm_dims("logsumexp", dims, dim());
   DType out = float_result(dtype());
   Tensor x = to(calc_of(out));
-  Tensor m = x.max(nd, true);
+  Tensor m = x.max(nd, true).detach();  // d/dm of log(sum(exp(x - m))) + m is exactly 0
   // an infinite max shifts by 0: all -inf gives log(0) = -inf, any +inf gives inf
   m = where(m.abs() == kInf, full({}, 0.0, x.dtype()), m);
   Tensor r = (x - m).exp().sum(nd, true).log() + m;

@@ -17,6 +17,7 @@
 #include "runtime/arena.h"
 #include "runtime/buffer.h"
 #include "runtime/cuda/context.h"
+#include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/program_cache.h"
 #include "runtime/interpreter.h"
 #include "runtime/launcher.h"
@@ -128,12 +129,8 @@ void use_library_gemm(Launch& l, const schedule::Kernel& k) {
       auto found = schedule::match_matmul(k);
       std::shared_ptr<const schedule::MatchedMatmul> keep;
       if (found) {
-        const auto& d = found->desc;
-        bool large = d.m >= 64 && d.n >= 64 && d.k >= 64 &&
-                     static_cast<double>(d.batch) * static_cast<double>(d.m) * static_cast<double>(d.n) *
-                             static_cast<double>(d.k) >=
-                         static_cast<double>(1 << 24);
-        if (large) keep = std::make_shared<const schedule::MatchedMatmul>(*found);
+        if (schedule::worth_library_gemm(found->desc))
+          keep = std::make_shared<const schedule::MatchedMatmul>(*found);
       }
       it = cache.emplace(k.ast.get(), std::make_pair(k.ast, keep)).first;
     }
@@ -158,7 +155,8 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
   auto t0 = std::chrono::steady_clock::now();
   std::vector<NodeRef> held = held_outside(roots);  // first: before the passes below take references
   std::vector<NodeRef> rewritten = ir::rewrite_graph(roots);
-  schedule::Schedule sched = schedule::make_schedule(rewritten);
+  schedule::Schedule sched =
+      schedule::make_schedule(rewritten, {.library_gemm = device.is_cuda() && cuda::cublaslt_available()});
   stats().schedules++;
 
   codegen::Target target = device.is_cuda() ? codegen::Target::CUDA : codegen::Target::CPU;
@@ -197,6 +195,7 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
     Launch launch = runners[i];
     launch.parallel = launch.parallel && p.flops + static_cast<double>(k.outputs[0]->numel()) >= 32768;
     if (device.is_cuda()) use_library_gemm(launch, k);
+    if (launch.gemm) stats().gemm_launches++;
     if (settings().debug >= 3) {
       std::cerr << "kiln: kernel " << i << " " << p.name << " -> " << shape_str(k.outputs[0]->shape) << " "
                 << dtype_name(k.outputs[0]->dtype)

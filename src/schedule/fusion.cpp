@@ -85,13 +85,14 @@ bool costly_to_recompute(const NodeRef& n, const std::unordered_set<const Node*>
 
 }  // namespace
 
-std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots) {
+std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std::vector<NodeRef>& forced) {
   std::vector<NodeRef> points;
   std::unordered_set<const Node*> in_points;
   auto add = [&](const NodeRef& n) {
     if (!is_realized(n) && in_points.insert(n.get()).second) points.push_back(n);
   };
   for (auto& r : roots) add(r);
+  for (auto& f : forced) add(f);
   std::vector<NodeRef> order = ir::toposort(roots);
   std::unordered_map<const Node*, size_t> topo;
   for (size_t i = 0; i < order.size(); i++) {

@@ -209,8 +209,10 @@ std::unordered_set<const Node*> realized_inputs(const NodeRef& n,
 
 }  // namespace
 
-Schedule make_schedule(const std::vector<NodeRef>& roots) {
-  std::vector<NodeRef> points = realize_points(roots);
+namespace {
+
+Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<NodeRef>& forced) {
+  std::vector<NodeRef> points = realize_points(roots, forced);
   std::unordered_map<const Node*, size_t> topo;
   auto order = ir::toposort(roots);
   for (size_t i = 0; i < order.size(); i++) topo[order[i].get()] = i;
@@ -267,6 +269,23 @@ Schedule make_schedule(const std::vector<NodeRef>& roots) {
     k.outputs = g;
     k.inputs = b.inputs();
     s.kernels.push_back(std::move(k));
+  }
+  return s;
+}
+
+}  // namespace
+
+Schedule make_schedule(const std::vector<NodeRef>& roots, const ScheduleOptions& options) {
+  Schedule s = build_schedule(roots, {});
+  if (!options.library_gemm) return s;
+  // each round realizes more around the matmuls that still do not match (a few rounds at most:
+  // what a round adds is realized in the next, so it is never added again)
+  std::vector<NodeRef> forced;
+  for (int round = 0; round < 4; round++) {
+    std::vector<NodeRef> more = library_gemm_points(s);
+    if (more.empty()) break;
+    forced.insert(forced.end(), more.begin(), more.end());
+    s = build_schedule(roots, forced);
   }
   return s;
 }

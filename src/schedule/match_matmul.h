@@ -31,5 +31,7 @@ struct MatchedMatmul {
 // The GEMM kernel k computes, or nullopt when it is anything else (elementwise, a reduction that is
 // not a matmul, a matmul with fused work a GEMM epilogue cannot express, several outputs ...).
 std::optional<MatchedMatmul> match_matmul(const Kernel& k);
+// Whether a matched GEMM is large enough for the library to beat the generated kernel.
+bool worth_library_gemm(const runtime::cuda::GemmDesc& d);
 
 }  // namespace kiln::schedule

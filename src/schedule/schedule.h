@@ -18,12 +18,23 @@ struct Schedule {
   std::vector<ir::NodeRef> empty;  // realized nodes with no elements (no kernel needed)
 };
 
-// Nodes that become buffers, given the roots to realize (the fusion decision, see fusion.cpp).
-std::vector<ir::NodeRef> realize_points(const std::vector<ir::NodeRef>& roots);
+// Nodes that become buffers, given the roots to realize (the fusion decision, see fusion.cpp), and
+// nodes that must be realized besides (`forced`).
+std::vector<ir::NodeRef> realize_points(const std::vector<ir::NodeRef>& roots,
+                                        const std::vector<ir::NodeRef>& forced = {});
 // Whether a node shared by `consumers` kernels is cheaper stored once than recomputed in each.
 bool store_is_cheaper(int64_t consumers, int64_t input_bytes_per_elem, int64_t output_bytes_per_elem);
 
-Schedule make_schedule(const std::vector<ir::NodeRef>& roots);
+struct ScheduleOptions {
+  // A GEMM library runs the matmuls it can (the device has one): a large matmul that a kernel
+  // fuses with work the library cannot do is split off, its operands and result realized
+  // (library_gemm.cpp), so the library runs it and the fused work gets kernels of its own.
+  bool library_gemm = false;
+};
+Schedule make_schedule(const std::vector<ir::NodeRef>& roots, const ScheduleOptions& options = {});
+
+// The nodes to realize besides so that each large matmul of `s` is a kernel the GEMM library runs.
+std::vector<ir::NodeRef> library_gemm_points(const Schedule& s);
 
 bool is_realized(const ir::NodeRef& n);  // BUFFER, or already computed into a buffer
 

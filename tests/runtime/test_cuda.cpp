@@ -13,6 +13,7 @@
 using namespace kiln;
 using kiln::testing::expect_matches_reference;
 using kiln::testing::random_tensor;
+namespace F = kiln::nn::functional;
 
 namespace {
 
@@ -152,6 +153,49 @@ TEST_F(Cuda, MatmulLayernormAndGradients) {
   loss.backward();
   EXPECT_EQ(p.grad().device(), gpu);
   EXPECT_TRUE(expect_matches_reference(p.grad(), 1e-4, 1e-5));
+}
+
+TEST_F(Cuda, FusedMatmulsRunInTheGemmLibrary) {
+  // attention as a GPT block writes it (q, k, v strided views of one projection; scale, mask and
+  // softmax around the matmuls) and an MLP with a residual: every matmul is split out for cuBLASLt
+  int64_t B = 2, H = 4, T = 256, D = 64, C = H * D;
+  Tensor qkv = on_gpu({B, T, 3 * C}, DType::F32, -1, 1, 30);
+  qkv.requires_grad_();
+  auto head = [&](int64_t j) {
+    return qkv.slice(2, j * C, (j + 1) * C).reshape({B, T, H, D}).transpose(1, 2);
+  };
+  Tensor i = arange(T, {.device = gpu});
+  Tensor att = (head(0).matmul(head(1).transpose(-2, -1)) * 0.125)
+                   .masked_fill(i.unsqueeze(1) < i.unsqueeze(0), -INFINITY);
+  Tensor y = att.softmax(-1).matmul(head(2)).transpose(1, 2).reshape({B, T, C});
+  Tensor dqkv = grad({y}, {qkv}, {on_gpu({B, T, C}, DType::F32, -1, 1, 31)})[0];
+  int64_t before = stats().gemm_launches;
+  realize({y, dqkv});
+  EXPECT_EQ(stats().gemm_launches - before, 6);
+  EXPECT_TRUE(expect_matches_reference(y, 1e-4, 1e-4));
+  EXPECT_TRUE(expect_matches_reference(dqkv, 1e-4, 1e-4));
+  Tensor x = on_gpu({512, 256}, DType::F32, -1, 1, 32), w1 = on_gpu({256, 1024}, DType::F32, -1, 1, 33),
+         w2 = on_gpu({1024, 256}, DType::F32, -1, 1, 34);
+  Tensor h = x + F::layer_norm(x, {256}).matmul(w1).relu().matmul(w2);
+  before = stats().gemm_launches;
+  h.realize();
+  EXPECT_EQ(stats().gemm_launches - before, 2);
+  EXPECT_TRUE(expect_matches_reference(h, 1e-4, 1e-4));
+}
+
+TEST_F(Cuda, OneHotSumsAndCrossEntropy) {
+  // gather, embedding and the class-index loss read one element per row (indexed loads)
+  Tensor w = on_gpu({50304, 64}, DType::F32, -1, 1, 35);
+  Tensor tok = tensor(std::vector<int64_t>{0, 50303, 7, 7, 50304, -1}).to(gpu);  // two out of range: 0 rows
+  EXPECT_TRUE(expect_matches_reference(F::embedding(tok, w), 0, 0));
+  Tensor lg = on_gpu({16, 50304}, DType::F32, -4, 4, 36);
+  lg.requires_grad_();
+  Tensor cls = tensor(std::vector<int64_t>{0, 1, 50303, 9, 9, 100, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}).to(gpu);
+  Tensor loss = F::cross_entropy(lg, cls);
+  Tensor dl = grad({loss}, {lg})[0];
+  EXPECT_TRUE(expect_matches_reference(loss, 1e-5, 1e-5));
+  EXPECT_TRUE(expect_matches_reference(dl, 1e-5, 1e-7));
+  EXPECT_TRUE(expect_matches_reference(lg.gather(1, cls.unsqueeze(1)), 0, 0));
 }
 
 TEST_F(Cuda, EmptyAndSizeOne) {

@@ -120,3 +120,40 @@ TEST(Fusion, CostlyWorkBroadcastIntoAReduceIsStored) {
   Tensor s = r({4, 32}, 32);
   EXPECT_EQ(kernels_for({(s.exp() * 3 + 1).matmul(w)}), 1);
 }
+
+namespace {
+// The flops of the kernels one realize of `t` schedules, summed.
+double scheduled_flops(const Tensor& t) {
+  double f = 0;
+  for (auto& k : schedule::make_schedule(ir::rewrite_graph({t.node()})).kernels)
+    f += codegen::lower(k.ast).program.flops;
+  return f;
+}
+}  // namespace
+
+TEST(Fusion, OneHotSumsBecomeIndexedLoads) {
+  // embedding and gather are sums of one-hot selections: folded, each output reads one element,
+  // so the work does not grow with the vocabulary (64 x 1000 x 16 compares unfolded)
+  Tensor w = r({1000, 16}, 40);
+  Tensor tok = tensor(std::vector<int64_t>{0, 999, 5, 5, 17, 1000, -1, 3});  // two out of range: 0 rows
+  Tensor e = F::embedding(tok, w);
+  EXPECT_EQ(kernels_for({e}), 1);
+  EXPECT_LT(scheduled_flops(e), 8.0 * 16 * 20);
+  Tensor x = r({6, 300}, 41);
+  Tensor idx = tensor(std::vector<int64_t>{299, 0, 7, 7, 150, 1}).reshape({6, 1});
+  Tensor g = x.gather(1, idx);
+  EXPECT_EQ(kernels_for({g}), 1);
+  EXPECT_LT(scheduled_flops(g), 6.0 * 20);
+  // the target term of cross-entropy reads one logit per row; its gradient stays one pass
+  Tensor lg = r({6, 300}, 42);
+  lg.requires_grad_();
+  Tensor cls = tensor(std::vector<int64_t>{1, 0, 299, 7, 7, 150});
+  Tensor loss = F::cross_entropy(lg, cls);
+  auto dl = grad({loss}, {lg})[0];
+  double total = 0;
+  for (auto& k : schedule::make_schedule(ir::rewrite_graph({loss.node(), dl.node()})).kernels)
+    total += codegen::lower(k.ast).program.flops;
+  EXPECT_LT(total, 6.0 * 300 * 30);  // a few passes of a few ops over the logits, none row x row
+  expect_matches_reference(loss, 1e-4, 1e-5);
+  expect_matches_reference(dl, 1e-4, 1e-5);
+}

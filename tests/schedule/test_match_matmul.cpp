@@ -294,3 +294,42 @@ TEST(MatchMatmul, RejectsProductsThatAreNotMatmuls) {
   EXPECT_FALSE(match((x.exp().unsqueeze(-1) * w.unsqueeze(0)).sum(1)));  // an operand is computed
   EXPECT_FALSE(match(x.flip({1}).matmul(w)));                            // a negative stride
 }
+
+namespace {
+// Kernels of a schedule for a device with a GEMM library: how many are large matmuls it runs.
+int library_gemms(const std::vector<Tensor>& ts, bool library) {
+  std::vector<ir::NodeRef> roots;
+  for (auto& t : ts) roots.push_back(t.node());
+  int n = 0;
+  for (auto& k : schedule::make_schedule(ir::rewrite_graph(roots), {.library_gemm = library}).kernels)
+    if (auto m = schedule::match_matmul(k); m && schedule::worth_library_gemm(m->desc)) n++;
+  return n;
+}
+}  // namespace
+
+TEST(MatchMatmul, LibraryGemmSplitsMatmulsOutOfFusedKernels) {
+  // causal attention as a GPT block writes it: q, k and v are strided views of one projection, and
+  // the scale, the mask and the softmax fuse with the matmuls; none is a plain GEMM
+  int64_t B = 2, H = 4, T = 256, D = 64, C = H * D;
+  Tensor qkv = random_tensor({B, T, 3 * C}, DType::F32, -1, 1, 1);
+  qkv.requires_grad_();
+  auto head = [&](int64_t j) {
+    return qkv.slice(2, j * C, (j + 1) * C).reshape({B, T, H, D}).transpose(1, 2);
+  };
+  Tensor q = head(0), k = head(1), v = head(2);
+  Tensor i = arange(T);
+  Tensor att =
+      (q.matmul(k.transpose(-2, -1)) * 0.125).masked_fill(i.unsqueeze(1) < i.unsqueeze(0), -INFINITY);
+  Tensor y = att.softmax(-1).matmul(v).transpose(1, 2).reshape({B, T, C});
+  Tensor dqkv = grad({y}, {qkv}, {random_tensor({B, T, C}, DType::F32, -1, 1, 2)})[0];
+  EXPECT_EQ(library_gemms({y, dqkv}, false), 0);
+  // with the library: the two forward matmuls and the four of the backward
+  EXPECT_EQ(library_gemms({y, dqkv}, true), 6);
+  // an MLP whose input is normalized on the fly and whose output joins a residual
+  Tensor x = random_tensor({512, 256}, DType::F32, -1, 1, 5),
+         w1 = random_tensor({256, 1024}, DType::F32, -1, 1, 6),
+         w2 = random_tensor({1024, 256}, DType::F32, -1, 1, 7);
+  Tensor h = x + F::layer_norm(x, {256}).matmul(w1).relu().matmul(w2);
+  EXPECT_EQ(library_gemms({h}, false), 1);
+  EXPECT_EQ(library_gemms({h}, true), 2);
+}
