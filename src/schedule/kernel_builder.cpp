@@ -276,12 +276,13 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
 }  // namespace
 
 Schedule make_schedule(const std::vector<NodeRef>& roots, const ScheduleOptions& options) {
-  Schedule s = build_schedule(roots, {});
-  if (!options.library_gemm) return s;
-  // each round realizes more around the matmuls that still do not match (a few rounds at most:
-  // what a round adds is realized in the next, so it is never added again)
-  std::vector<NodeRef> forced;
-  for (int round = 0; round < 4; round++) {
+  if (!options.library_gemm) return build_schedule(roots, {});
+  std::vector<NodeRef> forced = library_gemm_plan(roots);
+  Schedule s = build_schedule(roots, forced);
+  // a matmul whose consumers the plan left fused (a bias, in case it is more than the library
+  // takes) and that still does not match: realized the next round (each round realizes what it
+  // adds, so it never adds it again)
+  for (int round = 0; round < 2; round++) {
     std::vector<NodeRef> more = library_gemm_points(s);
     if (more.empty()) break;
     forced.insert(forced.end(), more.begin(), more.end());

@@ -1,12 +1,16 @@
 // Scheduling for a GEMM library: fusion puts a matmul into one kernel with its producers (an
 // activation computed on the fly, a softmax) and consumers (a scale, a mask, a residual add). Such a
-// kernel is not a plain GEMM, so the generated loop nest runs it, far below the library's speed. For
-// each large matmul the matcher (match_matmul.h) rejects, the operands that are computed in the
-// kernel and the matmul's result become realize points: the library then runs the matmul alone,
-// and the work around it runs in kernels of its own (the bytes they move are small next to the
-// FLOPs saved).
+// kernel is not a plain GEMM, so the generated loop nest would run it, far below the library's
+// speed. On a device with a library, each large matmul the library can run becomes a kernel of its
+// own: its operands and its result are realized (the work around it runs in kernels of its own; the
+// bytes they move are small next to the FLOPs), and an operand view the library cannot stride (two
+// batch dims that do not merge) is realized as a contiguous copy. Whether the library can run a
+// matmul is asked of the matcher itself, on the matmul alone over stand-in buffers.
+#include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
+#include "ir/rewrite.h"
 #include "schedule/match_matmul.h"
 #include "schedule/schedule.h"
 
@@ -61,40 +65,87 @@ bool large_matmul(const NodeRef& n, Operand& a, Operand& b) {
          static_cast<double>(body->numel()) >= static_cast<double>(1 << 24);
 }
 
+// Whether the library runs matmul m once the nodes in `realized` are buffers: m is scheduled alone
+// over stand-in buffers (ids below zero, never a real buffer's) and matched.
+bool library_runs(const NodeRef& m, const std::vector<NodeRef>& realized) {
+  std::unordered_map<const Node*, NodeRef> subs;
+  int64_t id = -100;
+  for (auto& r : realized)
+    if (!is_realized(r)) subs[r.get()] = ir::make(Op::BUFFER, r->dtype, r->shape, {}, {id--, r->device});
+  auto ks = make_schedule({ir::substitute(m, subs)}).kernels;
+  if (ks.size() != 1) return false;
+  auto mm = match_matmul(ks[0]);
+  return mm && worth_library_gemm(mm->desc);
+}
+
+// A bias added to m (its only user adds a vector broadcast along the rows): the library fuses it.
+bool bias_epilogue(const NodeRef& m, const std::vector<NodeRef>& users) {
+  if (users.size() != 1 || users[0]->op != Op::ADD) return false;
+  const NodeRef& other = users[0]->src[0] == m ? users[0]->src[1] : users[0]->src[0];
+  return other->op == Op::EXPAND && !m->shape.empty() && other->src[0]->numel() == m->shape.back();
+}
+
+// The operands to realize so that the library runs matmul m: their nodes under the views, or,
+// where the library cannot stride those views, the views themselves (copies); nullopt when the
+// library cannot run m at all (a dtype it lacks, say), so the generated kernel does.
+std::optional<std::vector<NodeRef>> operands_to_realize(const NodeRef& m, const Operand& a,
+                                                        const Operand& b) {
+  if (library_runs(m, {a.base, b.base})) return std::vector<NodeRef>{a.base, b.base};
+  if (library_runs(m, {a.unbroadcast, b.unbroadcast}))
+    return std::vector<NodeRef>{a.unbroadcast, b.unbroadcast};
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::vector<NodeRef> library_gemm_plan(const std::vector<NodeRef>& roots) {
+  std::unordered_map<const Node*, std::vector<NodeRef>> users;
+  std::vector<NodeRef> order = ir::toposort(roots);
+  for (auto& n : order)
+    if (!is_realized(n))
+      for (auto& s : n->src) users[s.get()].push_back(n);
+  std::vector<NodeRef> out;
+  std::unordered_set<const Node*> taken;
+  auto add = [&](const NodeRef& n) {
+    if (!is_realized(n) && taken.insert(n.get()).second) out.push_back(n);
+  };
+  for (auto& m : order) {
+    Operand a, b;
+    if (is_realized(m) || !large_matmul(m, a, b)) continue;
+    auto operands = operands_to_realize(m, a, b);
+    if (!operands) continue;
+    for (auto& o : *operands) add(o);
+    if (!bias_epilogue(m, users[m.get()])) add(m);
+  }
+  return out;
+}
 
 std::vector<NodeRef> library_gemm_points(const Schedule& s) {
   std::vector<NodeRef> more;
   std::unordered_set<const Node*> taken;
   for (const Kernel& k : s.kernels) {
     if (auto m = match_matmul(k); m && worth_library_gemm(m->desc)) continue;
-    std::unordered_set<const Node*> bound;
+    std::unordered_set<const Node*> bound, outs, seen;
     for (auto& in : k.inputs) bound.insert(in.get());
-    std::unordered_set<const Node*> outs, seen;
     for (auto& o : k.outputs) outs.insert(o.get());
-    // first what the kernel computes around its matmuls; once that is all realized and the kernel
-    // still does not match, contiguous copies of the operands (views the library cannot stride)
-    std::vector<NodeRef> fused, copies;
-    auto add = [&](std::vector<NodeRef>& to, const NodeRef& n) {
-      if (!is_realized(n) && !bound.count(n.get()) && !outs.count(n.get())) to.push_back(n);
+    auto add = [&](const NodeRef& n) {
+      if (!is_realized(n) && !bound.count(n.get()) && !outs.count(n.get()) && taken.insert(n.get()).second)
+        more.push_back(n);
     };
+    // the kernel's own nodes: from its outputs down to what it reads
     std::vector<NodeRef> stack(k.outputs.begin(), k.outputs.end());
     while (!stack.empty()) {
       NodeRef n = stack.back();
       stack.pop_back();
       if (!seen.insert(n.get()).second || bound.count(n.get()) || is_realized(n)) continue;
       Operand a, b;
-      if (large_matmul(n, a, b)) {
-        add(fused, a.base);
-        add(fused, b.base);
-        if (!outs.count(n.get())) fused.push_back(n);
-        add(copies, a.unbroadcast);
-        add(copies, b.unbroadcast);
-      }
+      if (large_matmul(n, a, b))
+        if (auto operands = operands_to_realize(n, a, b)) {
+          for (auto& o : *operands) add(o);
+          add(n);
+        }
       for (auto& src : n->src) stack.push_back(src);
     }
-    for (auto& n : fused.empty() ? copies : fused)
-      if (taken.insert(n.get()).second) more.push_back(n);
   }
   return more;
 }

@@ -120,11 +120,12 @@ struct Dim {
   std::vector<int64_t> ranges;  // outermost first
 };
 
-// Orders `ranges` by their stride in C (outermost first) and checks that they nest: for each pair,
-// stride(outer) == size(inner) * stride(inner) in every one of `uses`.
-bool merge(std::vector<int64_t> ranges, const std::map<int64_t, int64_t>& sizes, const Linear& c,
+// Orders `ranges` by their stride in `order` (outermost first; C's for output dims, A's for K) and
+// checks that they nest: for each pair, stride(outer) == size(inner) * stride(inner) in every one of
+// `uses`.
+bool merge(std::vector<int64_t> ranges, const std::map<int64_t, int64_t>& sizes, const Linear& order,
            const std::vector<const Linear*>& uses, Dim& out) {
-  std::sort(ranges.begin(), ranges.end(), [&](int64_t a, int64_t b) { return c.at(a) > c.at(b); });
+  std::sort(ranges.begin(), ranges.end(), [&](int64_t a, int64_t b) { return order.at(a) > order.at(b); });
   out = Dim{1, ranges};
   for (size_t i = 0; i < ranges.size(); i++) {
     out.size *= sizes.at(ranges[i]);
@@ -142,8 +143,11 @@ struct Operand {
 };
 
 // The GEMM with `a` as A and `b` as B, or nullopt when the loops do not fit that reading.
-std::optional<GemmDesc> layout(const Operand& a, const Operand& b, const Linear& c, int64_t k_range,
+std::optional<GemmDesc> layout(const Operand& a, const Operand& b, const Linear& c,
+                               const std::vector<int64_t>& k_ranges,
                                const std::map<int64_t, int64_t>& sizes) {
+  Dim kd;  // the reduce loops (a sum over several dims, such as a weight's gradient over batch and time)
+  if (!merge(k_ranges, sizes, a.idx, {&a.idx, &b.idx}, kd)) return std::nullopt;
   std::vector<int64_t> m_ranges, n_ranges, batch_ranges;
   for (auto& [r, coef] : c.coef) {
     bool in_a = a.idx.at(r) != 0, in_b = b.idx.at(r) != 0;
@@ -164,9 +168,9 @@ std::optional<GemmDesc> layout(const Operand& a, const Operand& b, const Linear&
   GemmDesc d;
   d.m = m.size;
   d.n = n.size;
-  d.k = sizes.at(k_range);
+  d.k = kd.size;
   d.batch = batch.size;
-  int64_t a_m = stride(m, a.idx), a_k = a.idx.at(k_range), b_k = b.idx.at(k_range), b_n = stride(n, b.idx);
+  int64_t a_m = stride(m, a.idx), a_k = stride(kd, a.idx), b_k = stride(kd, b.idx), b_n = stride(n, b.idx);
   int64_t c_m = stride(m, c), c_n = stride(n, c);
   if (a_k == 1 && (d.m == 1 || a_m >= d.k)) {
     d.lda = d.m == 1 ? d.k : a_m;
@@ -226,11 +230,16 @@ std::optional<MatchedMatmul> match_matmul(const Kernel& k) {
     if (!bias) return std::nullopt;
     epi = epi == GemmEpilogue::Gelu ? GemmEpilogue::BiasGelu : GemmEpilogue::Bias;
   }
-  // sum_k A * B in f32 over one reduce loop
+  // sum_k A * B in f32, k one reduce loop or several nested ones
   if (v->op != Op::REDUCE || v->dtype != DType::F32 || v->arg.at(0) != static_cast<int64_t>(Op::ADD) ||
-      v->src.size() != 2 || v->src[1]->op != Op::RANGE)
+      v->src.size() < 2)
     return std::nullopt;
-  int64_t k_range = v->src[1]->ival();
+  std::vector<int64_t> k_ranges;
+  for (size_t i = 1; i < v->src.size(); i++) {
+    if (v->src[i]->op != Op::RANGE) return std::nullopt;
+    k_ranges.push_back(v->src[i]->ival());
+  }
+  auto is_k = [&](int64_t id) { return std::find(k_ranges.begin(), k_ranges.end(), id) != k_ranges.end(); };
   NodeRef prod = strip_casts(v->src[0], out);
   if (prod->op != Op::MUL) return std::nullopt;
   Operand p{strip_casts(prod->src[0], out), {}}, q{strip_casts(prod->src[1], out), {}};
@@ -249,10 +258,11 @@ std::optional<MatchedMatmul> match_matmul(const Kernel& k) {
   std::map<int64_t, int64_t> sizes;
   for (auto& [id, r] : ranges) {
     bool reduce = r->arg.at(2) == ir::kReduceRange;
-    if (reduce != (id == k_range)) return std::nullopt;  // another reduce loop, or k used as an output loop
+    if (reduce != is_k(id)) return std::nullopt;  // another reduce loop, or k used as an output loop
     sizes[id] = r->arg.at(1);
   }
-  if (c->coef.count(k_range) || !p.idx.coef.count(k_range) || !q.idx.coef.count(k_range)) return std::nullopt;
+  for (int64_t kr : k_ranges)
+    if (c->coef.count(kr) || !p.idx.coef.count(kr) || !q.idx.coef.count(kr)) return std::nullopt;
   std::optional<Linear> bias_idx;
   if (bias && !(bias_idx = linear(bias->src[1], ranges))) return std::nullopt;
   if (ranges.size() != sizes.size()) return std::nullopt;  // the bias reads loops the product does not
@@ -261,7 +271,7 @@ std::optional<MatchedMatmul> match_matmul(const Kernel& k) {
   for (int swap = 0; swap < 2; swap++) {
     const Operand& a = swap ? q : p;
     const Operand& b = swap ? p : q;
-    std::optional<GemmDesc> d = layout(a, b, *c, k_range, sizes);
+    std::optional<GemmDesc> d = layout(a, b, *c, k_ranges, sizes);
     if (!d || (d->m == 1 && d->n == 1)) continue;  // a batch of dot products is a reduction, not a GEMM
     if (bias) {                                    // bias[n]: stride 1 along N (in C's order), no other loop
       bool ok = true;

@@ -33,7 +33,9 @@ struct ScheduleOptions {
 };
 Schedule make_schedule(const std::vector<ir::NodeRef>& roots, const ScheduleOptions& options = {});
 
-// The nodes to realize besides so that each large matmul of `s` is a kernel the GEMM library runs.
+// The nodes to realize so that each large matmul under roots is a kernel the GEMM library runs
+// (library_gemm.cpp), and, given a schedule, more for the kernels that still do not match.
+std::vector<ir::NodeRef> library_gemm_plan(const std::vector<ir::NodeRef>& roots);
 std::vector<ir::NodeRef> library_gemm_points(const Schedule& s);
 
 bool is_realized(const ir::NodeRef& n);  // BUFFER, or already computed into a buffer

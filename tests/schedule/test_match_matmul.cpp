@@ -165,6 +165,21 @@ TEST(MatchMatmul, Batched) {
   expect_same_values(y, *m);
 }
 
+TEST(MatchMatmul, SumOverSeveralDimsIsOneK) {
+  // a Linear's weight gradient: x (B, T, C) and dy (B, T, N) summed over batch and time
+  Tensor x = rnd({3, 5, 16}, DType::F32, 40), dy = rnd({3, 5, 12}, DType::F32, 41);
+  Tensor dw = (x.unsqueeze(3) * dy.unsqueeze(2)).sum({0, 1});
+  auto m = match(dw);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->desc.m, 16);
+  EXPECT_EQ(m->desc.n, 12);
+  EXPECT_EQ(m->desc.k, 15);
+  expect_same_values(dw, *m);
+  // dims that do not nest in both operands are not one K
+  Tensor xt = rnd({5, 3, 16}, DType::F32, 42).transpose(0, 1);
+  EXPECT_FALSE(match((xt.unsqueeze(3) * dy.unsqueeze(2)).sum({0, 1})));
+}
+
 TEST(MatchMatmul, BatchedTransposedB) {  // attention scores: q k^T per head
   Tensor q = rnd({2, 3, 8, 16}, DType::BF16, 15), k = rnd({2, 3, 10, 16}, DType::BF16, 16);
   Tensor y = q.matmul(k.transpose(-1, -2));
