@@ -154,7 +154,7 @@ void RendererBase::line(int i) {
     case Op::CONST: names_[static_cast<size_t>(i)] = literal(in); return;
     case Op::RANGE: range(i); return;
     case Op::ENDRANGE: end_range(i); return;
-    case Op::LOAD: def(i, "val", load_expr(in)); return;
+    case Op::LOAD: load(i); return;
     case Op::DEFINE_ACC:
       if (in.arg.size() >= 4) {  // one accumulator per upcast lane: acc5[uidx3*8+uidx4]
         std::string a = "acc" + std::to_string(i), lanes = std::to_string(in.arg[1]), index;

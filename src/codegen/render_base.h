@@ -36,6 +36,7 @@ class RendererBase {
   bool accumulates(const Inst& in) const;
 
   // --- what differs between targets ---
+  virtual void load(int i) { def(i, "val", load_expr(p_.insts[static_cast<size_t>(i)])); }
   virtual void range(int i) = 0;
   virtual void end_range(int i) = 0;
   virtual void store(int i) = 0;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "codegen/render_base.h"
@@ -80,6 +81,7 @@ class CudaRenderer : public RendererBase {
     if (k.launch.split > 1)
       os_ << (p_.globals.empty() ? "" : ", ") << "unsigned char* __restrict__ kiln_scratch";
     os_ << ") {\n";
+    if (k.launch.smem_bytes > 0) os_ << "  extern __shared__ __align__(16) unsigned char kiln_smem[];\n";
     indent_ = 1;
     split_count_ = k.launch.split;
     counters_offset_ = k.launch.counters_offset;
@@ -175,9 +177,69 @@ class CudaRenderer : public RendererBase {
         l.counters_offset = l.work * s * accs * 8;
         l.scratch_bytes = l.counters_offset + l.work * 4;
       }
+      if (l.split == 1) plan_row_cache(l);
     } else {
       split_.clear();
     }
+  }
+
+  // Rows that several loops of the block read are read from memory once. Each such loop gives
+  // thread i the elements i, i + blockDim.x, ... of the row, so the first loop keeps what it loads in
+  // shared memory and in the later loops each thread reads back only what it wrote itself (no
+  // barrier). A load qualifies when its index is (a row's start, fixed before the loop) + the loop's
+  // index, in a loop directly under the output digits; up to kRowCacheBytes in all.
+  static constexpr int64_t kRowCacheBytes = 200 * 1024;
+  struct Cached {
+    int64_t offset;
+    size_t loop;
+    bool fills;  // the first loop: loads from memory and keeps the value
+  };
+  void plan_row_cache(CudaLaunch& l) {
+    struct Use {
+      size_t load, loop;
+    };
+    std::map<std::tuple<int, int, int64_t>, std::vector<Use>> rows;  // (buffer, row start, length)
+    std::vector<size_t> stack;
+    for (size_t i = 0; i < p_.insts.size(); i++) {
+      const Inst& in = p_.insts[i];
+      if (in.op == Op::RANGE) stack.push_back(i);
+      if (in.op == Op::ENDRANGE) stack.pop_back();
+      if (in.op != Op::LOAD || stack.empty()) continue;
+      size_t loop = stack.back();
+      bool alone = std::all_of(stack.begin(), stack.end() - 1, [&](size_t s) {
+        return p_.insts[s].arg[2] == ir::kGlobalRange && !inner_.count(s);
+      });
+      if (!alone || !(split_.count(loop) || inner_.count(loop))) continue;
+      const Inst& idx = p_.insts[static_cast<size_t>(in.src[1])];
+      if (idx.op != Op::ADD) continue;
+      for (int k = 0; k < 2; k++)
+        if (idx.src[static_cast<size_t>(k)] == static_cast<int>(loop) &&
+            idx.src[static_cast<size_t>(1 - k)] < static_cast<int>(loop))
+          rows[{in.src[0], idx.src[static_cast<size_t>(1 - k)], p_.insts[loop].arg[1]}].push_back({i, loop});
+    }
+    int64_t bytes = 0;
+    for (auto& [key, uses] : rows) {
+      std::set<size_t> loops;
+      for (auto& u : uses) loops.insert(u.loop);
+      DType t = p_.insts[uses[0].load].dtype;
+      int64_t n = (std::get<2>(key) * (is_half(t) ? 4 : dtype_size(t)) + 15) / 16 * 16;
+      if (loops.size() < 2 || bytes + n > kRowCacheBytes) continue;
+      for (auto& u : uses) row_cache_[u.load] = {bytes, u.loop, u.loop == *loops.begin()};
+      bytes += n;
+    }
+    l.smem_bytes = bytes;
+    if (bytes > 96 * 1024) l.block = 1024;  // one or two blocks fit on an SM: more threads each
+  }
+
+  void load(int i) override {
+    auto it = row_cache_.find(static_cast<size_t>(i));
+    if (it == row_cache_.end()) return RendererBase::load(i);
+    const Inst& in = p_.insts[static_cast<size_t>(i)];
+    std::string slot = std::string("((") + value_type(in.dtype) + "*)(kiln_smem + " +
+                       std::to_string(it->second.offset) + "))[" + v(static_cast<int>(it->second.loop)) + "]";
+    if (!it->second.fills) return def(i, "val", slot);
+    def(i, "val", load_expr(in));
+    out(slot + " = " + v(i) + ";");
   }
 
   void range(int i) override {
@@ -326,6 +388,7 @@ class CudaRenderer : public RendererBase {
   std::map<size_t, std::vector<int>> split_;  // reduce RANGE split over the block -> its accumulators
   std::vector<int> open_;   // open RANGEs: -1 output (a digit of t), -2 plain loop, -3 row loop, else split
   std::set<size_t> inner_;  // output RANGEs opened after a reduce: loops over the block's threads
+  std::map<size_t, Cached> row_cache_;  // LOADs of rows kept in shared memory
   int64_t work_ = 1;
   bool block_reduce_ = false;
   int split_count_ = 1;

@@ -9,6 +9,8 @@
 //   over rows, a bias gradient): one thread per output, so a warp's loads are coalesced, and the
 //   reduce cut into `split` chunks along gridDim.y; the last block of each column of blocks to
 //   finish combines the chunks' partial results in chunk order.
+// A row that several loops of a BlockReduce kernel read (a softmax's max, sum and output; a layer
+// norm's statistics and output) is read from memory once: the first loop keeps it in shared memory.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -27,6 +29,9 @@ struct CudaLaunch {
   int split = 1;
   int64_t scratch_bytes = 0;
   int64_t counters_offset = 0;  // bytes of partial results before the counters
+  // BlockReduce: dynamic shared memory for rows that several of the block's loops read (read from
+  // memory once, by the first loop; see render_cuda.cpp)
+  int64_t smem_bytes = 0;
 };
 
 struct CudaKernel {

@@ -20,6 +20,12 @@ std::vector<codegen::Lowered> lower_all(const Tensor& t) {
 
 bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
+int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) n++;
+  return n;
+}
+
 TEST(RenderCuda, ElementwiseIsAGridStrideLoop) {
   Tensor a = kiln::testing::random_tensor({64, 100}, DType::F32, -1, 1, 1);
   Tensor c = kiln::testing::random_tensor({1, 100}, DType::F32, -1, 1, 2);
@@ -43,6 +49,25 @@ TEST(RenderCuda, LongRowsReduceOverABlock) {
   EXPECT_TRUE(has(k.source, "+= blockDim.x")) << k.source;
   EXPECT_TRUE(has(k.source, "kiln_block_reduce(")) << k.source;
   EXPECT_TRUE(has(k.source, "if (threadIdx.x == 0)")) << k.source;
+}
+
+TEST(RenderCuda, RowsReadBySeveralLoopsStayInSharedMemory) {
+  // x - x.sum(1): the sum's loop loads each row from memory and keeps it, the output loop reads it back
+  Tensor x = kiln::testing::random_tensor({16, 50304}, DType::F32, -1, 1, 8);
+  auto ks = lower_all(x - x.sum(1, true));
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].launch.smem_bytes, 50304 * 4);
+  EXPECT_EQ(ks[0].launch.block, 1024);  // one block fits on an SM: more threads for it
+  EXPECT_EQ(count(ks[0].source, "kiln_smem + 0))["), 2) << ks[0].source;
+  EXPECT_EQ(count(ks[0].source, "data1["), 1) << ks[0].source;
+  // a row past the budget is read from memory by each loop
+  Tensor y = kiln::testing::random_tensor({2, 60000}, DType::F32, -1, 1, 9);
+  auto big = lower_all(y - y.sum(1, true));
+  ASSERT_EQ(big.size(), 1u);
+  EXPECT_EQ(big[0].launch.smem_bytes, 0);
+  EXPECT_FALSE(has(big[0].source, "kiln_smem")) << big[0].source;
+  // a row read by one loop only is not kept
+  EXPECT_EQ(lower_all(x.sum(1))[0].launch.smem_bytes, 0);
 }
 
 TEST(RenderCuda, ShortRowsKeepOneThreadPerOutput) {

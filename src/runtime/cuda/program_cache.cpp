@@ -174,6 +174,8 @@ void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::
   Context& c = context(ordinal);
   int64_t per_sm = l.kind == codegen::CudaLaunch::Kind::BlockReduce ? 2048 / l.block * 4 : 2048 / l.block * 2;
   int64_t want = l.kind == codegen::CudaLaunch::Kind::BlockReduce ? l.work : (l.work + l.block - 1) / l.block;
+  if (l.smem_bytes > 0)  // as many blocks as the SM's shared memory holds (228 KB, 1 KB per block reserved)
+    per_sm = std::max<int64_t>(1, std::min<int64_t>(per_sm, 228 * 1024 / (l.smem_bytes + 2048)));
   int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(want, per_sm * c.info.multiprocessors));
   std::vector<void*> params;
   params.reserve(bufs.size() + 1);
@@ -193,8 +195,12 @@ void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::
           "cuMemsetD8Async");
     params.push_back(&scratch);
   }
+  if (l.smem_bytes > 48 * 1024)  // past the default limit a kernel asks for its dynamic shared memory
+    check(c.api->cuFuncSetAttribute(f, 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */,
+                                    static_cast<int>(l.smem_bytes)),
+          "cuFuncSetAttribute");
   check(c.api->cuLaunchKernel(f, static_cast<unsigned>(blocks), grid_y, 1, static_cast<unsigned>(l.block), 1,
-                              1, 0, c.stream, params.data(), nullptr),
+                              1, static_cast<unsigned>(l.smem_bytes), c.stream, params.data(), nullptr),
         "cuLaunchKernel");
   // the stream runs the kernel before any later user of the block: it may go back to the cache now
   if (scratch) device_free(ordinal, scratch, static_cast<size_t>(l.scratch_bytes));
