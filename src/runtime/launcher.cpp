@@ -45,16 +45,18 @@ class CudaLauncher : public Launcher {
     stats().kernels_run++;
     if (l.gemm) {
       const schedule::MatchedMatmul& m = *l.gemm;
+      cuda::GemmDesc desc = m.desc;
+      desc.allow_tf32 = l.tf32;
       auto at = [&](int input, int64_t bytes) {
         return reinterpret_cast<cuda::CUdeviceptr>(args[l.nouts + static_cast<size_t>(input)]) +
                static_cast<cuda::CUdeviceptr>(bytes);
       };
-      if (cuda::gemm(l.device.index, m.desc, at(m.a_input, l.a_bytes), at(m.b_input, l.b_bytes),
+      if (cuda::gemm(l.device.index, desc, at(m.a_input, l.a_bytes), at(m.b_input, l.b_bytes),
                      reinterpret_cast<cuda::CUdeviceptr>(args[0]),
                      m.bias_input >= 0 ? at(m.bias_input, l.bias_bytes) : 0))
         return;
       if (settings().debug >= 3) {
-        std::string why = cuda::gemm_unsupported(m.desc);
+        std::string why = cuda::gemm_unsupported(desc);
         std::fprintf(stderr, "kiln: cuBLASLt declined %s (%s); running the generated kernel\n",
                      l.name.c_str(), why.empty() ? "no algorithm for these operands" : why.c_str());
       }

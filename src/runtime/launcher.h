@@ -25,8 +25,10 @@ struct Launch {
   codegen::CudaLaunch cuda;
   size_t nargs = 0;  // CUDA: kernel parameters (one buffer each)
   // CUDA: a matmul cuBLASLt runs instead of the kernel (which stays the fallback); its operands are
-  // args[nouts + input index]
+  // args[nouts + input index]. The match is shared by every launch of the kernel; tf32 (KILN_TF32
+  // when the kernel was scheduled) sets its descriptor's allow_tf32 at each launch.
   std::shared_ptr<const schedule::MatchedMatmul> gemm;
+  bool tf32 = false;
   size_t nouts = 0;
   int64_t a_bytes = 0, b_bytes = 0, bias_bytes = 0;  // the operands' offsets in their buffers
 };
