@@ -1,6 +1,7 @@
 // Kernel launches, the last step of the pipeline: a compiled program, its buffer arguments and its
 // launch size. A captured step (kiln::Jit) is a list of launches over a table of buffer slots that
-// replay() runs again; a device backend implements its own Launcher (CUDA: a CUDA graph).
+// replay() runs again; a device backend implements its own Launcher (CUDA: runtime/cuda/launcher.cpp,
+// which replays through CUDA graphs).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -39,12 +40,21 @@ struct SlotLaunch {
   std::vector<int32_t> args;
 };
 
+// What a launcher keeps between replays of one list (CUDA: the list's graphs). The owner of the list
+// keeps it with the list (empty at first) and destroys it with the list.
+class ReplayState {
+ public:
+  virtual ~ReplayState() = default;
+};
+
 class Launcher {
  public:
   virtual ~Launcher() = default;
   virtual void launch(const Launch& l, void** args) = 0;
-  // Runs the list in order with argument pointers taken from `slots`.
-  virtual void replay(const std::vector<SlotLaunch>& list, const std::vector<void*>& slots);
+  // Runs the list in order with argument pointers taken from `slots`. This default launches each
+  // entry and keeps no state.
+  virtual void replay(const std::vector<SlotLaunch>& list, const std::vector<void*>& slots,
+                      std::unique_ptr<ReplayState>& state);
 };
 
 // Runs programs in this process, on the thread pool.
