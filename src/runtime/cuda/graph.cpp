@@ -66,8 +66,8 @@ bool GraphCache::run(const std::vector<void*>& key, const std::function<void()>&
   if (!e) {
     CUgraph g = capture(c, issue, why);
     if (!g) return false;
-    size_t nodes = 0;
-    c.api->cuGraphGetNodes(g, nullptr, &nodes);
+    size_t nodes = 0;  // for the message
+    if (settings().debug >= 1) c.api->cuGraphGetNodes(g, nullptr, &nodes);
     // a new entry while there is room, else the least recently used one
     bool updated = false;
     if (entries_.size() < kCapacity) {
