@@ -17,6 +17,7 @@ struct Settings {
   std::string cache_dir;   // KILN_CACHE_DIR (default ~/.cache/kiln)
   bool tf32 = false;       // KILN_TF32=1: f32 matmuls on CUDA may use TF32 tensor cores (cuBLASLt)
   bool profile = false;    // KILN_PROFILE=1: time each schedule's kernels on the device (Stats::device_ms)
+  bool cuda_graph = true;  // KILN_CUDA_GRAPH=0: kiln::Jit replays on CUDA launch each kernel, no CUDA graph
   // KILN_LAYERNORM=tile: F::layer_norm on CPU f32/bf16 tensors runs the tile kernels of
   // kernels/layernorm (forward and backward) instead of the generated kernels ("generated")
   std::string layernorm = "generated";
@@ -37,6 +38,8 @@ struct Stats {
   int64_t arena_no_reuse_bytes = 0;  // what their intermediates would take without reuse
   int64_t jit_replays = 0;           // kiln::Jit calls answered by replaying a captured step
   int64_t gemm_launches = 0;         // matmuls a realize ran in the GEMM library (cuBLASLt)
+  int64_t graph_captures = 0;        // CUDA graphs captured for replays (one per new set of buffers)
+  int64_t graph_launches = 0;        // CUDA graphs launched (each runs a replay's kernels)
 };
 Stats& stats();
 // Forget compiled programs held in memory (the disk cache stays): the next run must load from disk.

@@ -51,6 +51,9 @@ struct JitOptions {
 // each group's learning rate and Adam's bias corrections in buffers, so set_lr and LR schedules
 // reach replays) or pass them as inputs. Host-side effects of the function (printing, counters
 // such as Optimizer::step_count) happen only on the calls that run it.
+//
+// On CUDA a replay runs as one CUDA graph, captured for the buffers the replay binds and updated in
+// place when they change (KILN_CUDA_GRAPH=0: each kernel is launched; docs/architecture.md).
 class Jit {
  public:
   using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;

@@ -209,6 +209,7 @@ struct Replay {
   std::vector<size_t> input_alias;
   std::shared_ptr<Buffer> arena;  // every schedule's arena: their values do not outlive their schedule
   Device device;                  // where the step's kernels run
+  std::unique_ptr<runtime::ReplayState> launcher_state;  // the launcher's (CUDA: the step's graphs)
 };
 
 Replay prepare(Step&& st) {
@@ -316,7 +317,7 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
         }
       }
     }
-    runtime::launcher(r.device).replay(r.launches, ptrs);
+    runtime::launcher(r.device).replay(r.launches, ptrs, r.launcher_state);
     stats().jit_replays++;
     for (auto& [w, slot] : r.publish)
       if (ImplRef impl = w.lock())

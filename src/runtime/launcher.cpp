@@ -1,16 +1,13 @@
 // The CPU launcher and the replay of a launch list (see launcher.h).
 #include "runtime/launcher.h"
 
-#include <cstdio>
-
 #include "kiln/debug.h"
-#include "runtime/cuda/cublaslt.h"
-#include "runtime/cuda/program_cache.h"
 #include "runtime/thread_pool.h"
 
 namespace kiln::runtime {
 
-void Launcher::replay(const std::vector<SlotLaunch>& list, const std::vector<void*>& slots) {
+void Launcher::replay(const std::vector<SlotLaunch>& list, const std::vector<void*>& slots,
+                      std::unique_ptr<ReplayState>&) {
   std::vector<void*> args;
   for (const SlotLaunch& s : list) {
     args.clear();
@@ -35,37 +32,6 @@ class CpuLauncher : public Launcher {
 
 Launcher& cpu_launcher() {
   static CpuLauncher l;
-  return l;
-}
-
-namespace {
-class CudaLauncher : public Launcher {
- public:
-  void launch(const Launch& l, void** args) override {
-    stats().kernels_run++;
-    if (l.gemm) {
-      const schedule::MatchedMatmul& m = *l.gemm;
-      auto at = [&](int input, int64_t bytes) {
-        return reinterpret_cast<cuda::CUdeviceptr>(args[l.nouts + static_cast<size_t>(input)]) +
-               static_cast<cuda::CUdeviceptr>(bytes);
-      };
-      if (cuda::gemm(l.device.index, m.desc, at(m.a_input, l.a_bytes), at(m.b_input, l.b_bytes),
-                     reinterpret_cast<cuda::CUdeviceptr>(args[0]),
-                     m.bias_input >= 0 ? at(m.bias_input, l.bias_bytes) : 0))
-        return;
-      if (settings().debug >= 3) {
-        std::string why = cuda::gemm_unsupported(m.desc);
-        std::fprintf(stderr, "kiln: cuBLASLt declined %s (%s); running the generated kernel\n",
-                     l.name.c_str(), why.empty() ? "no algorithm for these operands" : why.c_str());
-      }
-    }
-    cuda::launch(l.device.index, l.cuda_fn, l.cuda, std::vector<void*>(args, args + l.nargs));
-  }
-};
-}  // namespace
-
-Launcher& cuda_launcher() {
-  static CudaLauncher l;
   return l;
 }
 

@@ -1,6 +1,7 @@
 // Kernel launches, the last step of the pipeline: a compiled program, its buffer arguments and its
 // launch size. A captured step (kiln::Jit) is a list of launches over a table of buffer slots that
-// replay() runs again; a device backend implements its own Launcher (CUDA: a CUDA graph).
+// replay() runs again; a device backend implements its own Launcher (CUDA: runtime/cuda/launcher.cpp,
+// which replays through CUDA graphs).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -25,8 +26,10 @@ struct Launch {
   codegen::CudaLaunch cuda;
   size_t nargs = 0;  // CUDA: kernel parameters (one buffer each)
   // CUDA: a matmul cuBLASLt runs instead of the kernel (which stays the fallback); its operands are
-  // args[nouts + input index]
+  // args[nouts + input index]. The match is shared by every launch of the kernel; tf32 (KILN_TF32
+  // when the kernel was scheduled) sets its descriptor's allow_tf32 at each launch.
   std::shared_ptr<const schedule::MatchedMatmul> gemm;
+  bool tf32 = false;
   size_t nouts = 0;
   int64_t a_bytes = 0, b_bytes = 0, bias_bytes = 0;  // the operands' offsets in their buffers
 };
@@ -37,12 +40,21 @@ struct SlotLaunch {
   std::vector<int32_t> args;
 };
 
+// What a launcher keeps between replays of one list (CUDA: the list's graphs). The owner of the list
+// keeps it with the list (empty at first) and destroys it with the list.
+class ReplayState {
+ public:
+  virtual ~ReplayState() = default;
+};
+
 class Launcher {
  public:
   virtual ~Launcher() = default;
   virtual void launch(const Launch& l, void** args) = 0;
-  // Runs the list in order with argument pointers taken from `slots`.
-  virtual void replay(const std::vector<SlotLaunch>& list, const std::vector<void*>& slots);
+  // Runs the list in order with argument pointers taken from `slots`. This default launches each
+  // entry and keeps no state.
+  virtual void replay(const std::vector<SlotLaunch>& list, const std::vector<void*>& slots,
+                      std::unique_ptr<ReplayState>& state);
 };
 
 // Runs programs in this process, on the thread pool.

@@ -137,9 +137,8 @@ void use_library_gemm(Launch& l, const schedule::Kernel& k) {
     m = it->second.second;
   }
   if (!m) return;
-  auto with_tf32 = std::make_shared<schedule::MatchedMatmul>(*m);
-  with_tf32->desc.allow_tf32 = settings().tf32;
-  l.gemm = with_tf32;
+  l.gemm = m;
+  l.tf32 = settings().tf32;
   l.nouts = k.outputs.size();
   auto bytes = [&](int input, int64_t offset) {
     return input < 0 ? 0 : offset * dtype_size(k.inputs[static_cast<size_t>(input)]->dtype);

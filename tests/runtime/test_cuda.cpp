@@ -1,5 +1,6 @@
 // The CUDA device: placement, copies, the allocator, kernels against the reference interpreter,
-// block reductions, caching. Skipped (with the reason) where no GPU is usable.
+// block reductions, caching, jit replays through CUDA graphs. Skipped (with the reason) where no GPU
+// is usable.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,8 @@
 #include "kiln/debug.h"
 #include "kiln/kiln.h"
 #include "runtime/cuda/allocator.h"
+#include "runtime/cuda/copy.h"
+#include "runtime/cuda/graph.h"
 
 using namespace kiln;
 using kiln::testing::expect_matches_reference;
@@ -231,6 +234,201 @@ TEST_F(Cuda, SecondRunCompilesNothing) {
   int64_t compiled = stats().kernels_compiled;
   ((a * 3).exp().sum(1)).realize();
   EXPECT_EQ(stats().kernels_compiled, compiled);
+}
+
+// A two-layer MLP on the GPU trained by AdamW, jitted and eager side by side on the same batches.
+// in -> hidden -> 8. At in = 256, hidden = 512 and batch 128 the first layer's matmuls (forward and
+// both gradients) do 2^24 multiply-adds each: cuBLASLt runs them where it is installed.
+struct GpuMlp {
+  std::vector<Tensor> params;
+  GpuMlp(int64_t in, int64_t hidden, uint64_t seed) {
+    std::vector<int64_t> sizes = {in, hidden, 8};
+    for (size_t i = 0; i + 1 < sizes.size(); i++) {
+      double scale = 1.0 / std::sqrt(static_cast<double>(sizes[i]));
+      for (Shape s : {Shape{sizes[i + 1], sizes[i]}, Shape{sizes[i + 1]}}) {
+        Tensor p = random_tensor(s, DType::F32, -scale, scale, seed++).to(Device::cuda());
+        p.requires_grad_();
+        params.push_back(p);
+      }
+    }
+  }
+  Tensor loss(const Tensor& x, const Tensor& y) const {
+    Tensor h = (x.matmul(params[0].t()) + params[1]).relu();
+    Tensor out = h.matmul(params[2].t()) + params[3];
+    return (out - y).pow(2).mean();
+  }
+};
+
+// Tensors made with no device named (the optimizers' learning rates) go to the GPU while it lives.
+struct GpuByDefault {
+  Device was = default_device();
+  GpuByDefault() { set_default_device(Device::cuda()); }
+  ~GpuByDefault() { set_default_device(was); }
+};
+
+// Trains an eager and a jitted copy of the MLP for `steps` steps on new batches (new input buffers
+// at every call) and checks losses, parameters and gradients agree within `tol` (0: exactly).
+// Returns the replays and the graphs launched during them.
+struct Replays {
+  int64_t replays = 0, graphs = 0;
+};
+Replays expect_jit_training_matches_eager(int64_t in, int64_t hidden, int64_t batch, double tol,
+                                          int steps = 6) {
+  GpuByDefault gpu;
+  GpuMlp eager(in, hidden, 5), jitted(in, hidden, 5);
+  optim::AdamW eager_opt(eager.params, {.lr = 1e-2}), jit_opt(jitted.params, {.lr = 1e-2});
+  auto train = [](GpuMlp& m, optim::Optimizer& opt, const std::vector<Tensor>& b) {
+    Tensor loss = m.loss(b[0], b[1]);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    return std::vector<Tensor>{loss};
+  };
+  Jit step([&](const std::vector<Tensor>& b) { return train(jitted, jit_opt, b); });
+  auto close = [tol](float got, float want) {
+    return tol == 0 ? got == want : std::fabs(got - want) <= tol * (1 + std::fabs(want));
+  };
+  Replays r;
+  for (int i = 0; i < steps; i++) {
+    std::vector<Tensor> b = {random_tensor({batch, in}, DType::F32, -1, 1, 100 + 2 * i).to(Device::cuda()),
+                             random_tensor({batch, 8}, DType::F32, -1, 1, 101 + 2 * i).to(Device::cuda())};
+    realize(b);
+    float want = train(eager, eager_opt, b)[0].item<float>();
+    Stats before = stats();
+    float got = step(b)[0].item<float>();
+    r.graphs += stats().graph_launches - before.graph_launches;
+    r.replays += stats().jit_replays - before.jit_replays;
+    EXPECT_TRUE(close(got, want)) << "loss at step " << i << ": " << got << " vs " << want;
+  }
+  EXPECT_TRUE(step.captured());
+  EXPECT_GE(r.replays, steps - 3);  // AdamW's first step differs from the next: capture at call 3
+  for (size_t p = 0; p < eager.params.size(); p++) {
+    std::vector<float> a = eager.params[p].to_vector<float>(), b = jitted.params[p].to_vector<float>();
+    std::vector<float> ga = eager.params[p].grad().to_vector<float>(),
+                       gb = jitted.params[p].grad().to_vector<float>();
+    EXPECT_EQ(a.size(), b.size());
+    size_t bad = 0;
+    for (size_t k = 0; k < a.size() && k < b.size(); k++) bad += !close(b[k], a[k]) || !close(gb[k], ga[k]);
+    EXPECT_EQ(bad, 0u) << "parameter " << p << " or its gradient differs in " << bad << " elements";
+  }
+  return r;
+}
+
+// Restores settings().cuda_graph when a test that switches graphs off ends.
+struct GraphsOff {
+  bool was = settings().cuda_graph;
+  GraphsOff() { settings().cuda_graph = false; }
+  ~GraphsOff() { settings().cuda_graph = was; }
+};
+
+TEST_F(Cuda, JitTrainingStepReplaysAsCudaGraphs) {
+  if (!settings().cuda_graph) GTEST_SKIP() << "KILN_CUDA_GRAPH=0";
+  Replays r = expect_jit_training_matches_eager(20, 32, 16, 0);
+  EXPECT_EQ(r.graphs, r.replays) << "every replay runs as one graph";
+}
+
+TEST_F(Cuda, JitStepWithLibraryMatmulsReplaysAsCudaGraphs) {
+  if (!settings().cuda_graph) GTEST_SKIP() << "KILN_CUDA_GRAPH=0";
+  // cuBLASLt may choose another algorithm for operands of another alignment: allow rounding
+  Replays r = expect_jit_training_matches_eager(256, 512, 128, 1e-5);
+  EXPECT_EQ(r.graphs, r.replays);
+}
+
+TEST_F(Cuda, JitReplaysWithoutCudaGraphsWhenSwitchedOff) {
+  GraphsOff off;
+  Replays r = expect_jit_training_matches_eager(256, 512, 128, 1e-5);
+  EXPECT_EQ(r.graphs, 0);
+}
+
+TEST_F(Cuda, JitGraphReplaysFollowInputBuffers) {
+  if (!settings().cuda_graph) GTEST_SKIP() << "KILN_CUDA_GRAPH=0";
+  // long reductions with few outputs (blocks share an output through scratch memory) and a matmul,
+  // replayed over more distinct input buffers than the graph cache keeps, each one more than once
+  Tensor w = on_gpu({256, 256}, DType::F32, -1, 1, 40);
+  auto f = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0].sum(), (in[0] * 2).sum(1), in[0].reshape({1024, 256}).matmul(w)};
+  };
+  Jit jitted(f);
+  std::vector<Tensor> xs;
+  for (int i = 0; i < 7; i++) xs.push_back(on_gpu({4, 65536}, DType::F32, -1, 1, 50 + i).realize());
+  int64_t launches = stats().graph_launches, captures = stats().graph_captures;
+  int replays = 0;
+  for (int round = 0; round < 3; round++) {
+    for (size_t i = 0; i < xs.size(); i++) {
+      size_t k = round == 1 ? xs.size() - 1 - i : i;
+      replays += jitted.captured();
+      std::vector<Tensor> got = jitted({xs[k]}), want = f({xs[k]});
+      for (size_t o = 0; o < got.size(); o++) {
+        std::vector<float> g = got[o].to_vector<float>(), e = want[o].to_vector<float>();
+        ASSERT_EQ(g.size(), e.size());
+        size_t bad = 0;
+        for (size_t j = 0; j < g.size(); j++) bad += std::fabs(g[j] - e[j]) > 1e-5 * (1 + std::fabs(e[j]));
+        EXPECT_EQ(bad, 0u) << "output " << o << " of input " << k << " in round " << round;
+      }
+    }
+  }
+  EXPECT_EQ(stats().graph_launches - launches, replays);
+  EXPECT_GE(stats().graph_captures - captures, 7);  // one per input buffer at least
+}
+
+// The graph cache itself: one capture per key, replays read the memory as it is at launch, the
+// least recently used graph is recaptured once the cache is full, and work that cannot be captured
+// (a host synchronization) is refused with a reason, leaving the stream usable.
+TEST_F(Cuda, GraphCacheCapturesOncePerKey) {
+  namespace rc = runtime::cuda;
+  const size_t n = 1000, bytes = n * sizeof(float);
+  std::vector<rc::CUdeviceptr> src, dst;
+  for (int i = 0; i < 6; i++) {
+    src.push_back(rc::device_alloc(0, bytes));
+    dst.push_back(rc::device_alloc(0, bytes));
+  }
+  auto fill = [&](rc::CUdeviceptr p, float v) {
+    std::vector<float> h(n, v);
+    rc::upload(0, p, h.data(), bytes);
+  };
+  auto first = [&](rc::CUdeviceptr p) {
+    float v = 0;
+    rc::download(0, &v, p, sizeof v);
+    return v;
+  };
+  {
+    rc::GraphCache cache(0);
+    std::string why;
+    auto copy = [&](int i) {
+      std::vector<void*> key = {reinterpret_cast<void*>(src[i]), reinterpret_cast<void*>(dst[i])};
+      bool ran = cache.run(
+          key, [&] { rc::copy_device(0, dst[i], src[i], bytes); }, why);
+      EXPECT_TRUE(ran) << why;
+    };
+    int64_t captures = stats().graph_captures, launches = stats().graph_launches;
+    fill(src[0], 1);
+    copy(0);
+    EXPECT_EQ(first(dst[0]), 1.f);
+    fill(src[0], 2);
+    copy(0);  // the same graph: reads src[0] as it is now
+    EXPECT_EQ(first(dst[0]), 2.f);
+    EXPECT_EQ(stats().graph_captures - captures, 1);
+    EXPECT_EQ(stats().graph_launches - launches, 2);
+    for (int i = 1; i < 6; i++) {  // past the capacity: the oldest graphs are recaptured
+      fill(src[i], static_cast<float>(10 + i));
+      copy(i);
+      EXPECT_EQ(first(dst[i]), static_cast<float>(10 + i));
+    }
+    EXPECT_EQ(cache.size(), rc::GraphCache::kCapacity);
+    fill(src[0], 3);
+    copy(0);
+    EXPECT_EQ(first(dst[0]), 3.f);
+    EXPECT_EQ(stats().graph_captures - captures, 7);
+    bool ran = cache.run(
+        {nullptr}, [] { synchronize(Device::cuda()); }, why);
+    EXPECT_FALSE(ran);
+    EXPECT_FALSE(why.empty());
+  }
+  for (int i = 0; i < 6; i++) {
+    rc::device_free(0, src[i], bytes);
+    rc::device_free(0, dst[i], bytes);
+  }
+  EXPECT_TRUE(expect_matches_reference((on_gpu({300, 7}) * 3).sum(1), 1e-5, 1e-5));  // the stream works
 }
 
 }  // namespace

@@ -91,6 +91,8 @@ Loaded load() {
   bind(cu, a.cuGraphLaunch, "cuGraphLaunch", missing);
   bind(cu, a.cuGraphExecDestroy, "cuGraphExecDestroy", missing);
   bind(cu, a.cuGraphDestroy, "cuGraphDestroy", missing);
+  bind(cu, a.cuGraphGetNodes, "cuGraphGetNodes", missing);
+  a.cuGraphExecUpdate = reinterpret_cast<decltype(a.cuGraphExecUpdate)>(dlsym(cu, "cuGraphExecUpdate_v2"));
   if (!missing.empty()) {
     r.why = "libcuda lacks the entry point " + missing + " (too old a driver?)";
     return r;

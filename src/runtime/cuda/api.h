@@ -17,6 +17,13 @@ using CUmodule = void*;
 using CUfunction = void*;
 using CUgraph = void*;
 using CUgraphExec = void*;
+using CUgraphNode = void*;
+
+// CUgraphExecUpdateResultInfo (cuda.h): why cuGraphExecUpdate refused a graph
+struct CUgraphExecUpdateResultInfo {
+  int result;  // CUgraphExecUpdateResult
+  CUgraphNode error_node, error_from_node;
+};
 
 struct Api {
   void* libcuda = nullptr;
@@ -58,12 +65,16 @@ struct Api {
   // optional (null when the driver lacks it): a launch whose blocks are all resident at once
   int (*cuLaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                    unsigned, CUstream, void**);
-  int (*cuStreamBeginCapture)(CUstream, int);
+  // CUDA graphs (runtime/cuda/graph.cpp); mode is a CUstreamCaptureMode
+  int (*cuStreamBeginCapture)(CUstream, int mode);
   int (*cuStreamEndCapture)(CUstream, CUgraph*);
   int (*cuGraphInstantiate)(CUgraphExec*, CUgraph, unsigned long long);
   int (*cuGraphLaunch)(CUgraphExec, CUstream);
   int (*cuGraphExecDestroy)(CUgraphExec);
   int (*cuGraphDestroy)(CUgraph);
+  int (*cuGraphGetNodes)(CUgraph, CUgraphNode*, size_t*);
+  // optional (null before CUDA 12): updates an executable graph in place to a graph of the same shape
+  int (*cuGraphExecUpdate)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*);
   // NVRTC (nvrtcResult is an int; 0 is success)
   int (*nvrtcVersion)(int*, int*);
   int (*nvrtcCreateProgram)(void**, const char*, const char*, int, const char* const*, const char* const*);

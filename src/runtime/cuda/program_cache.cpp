@@ -170,7 +170,8 @@ CUfunction load_program(int ordinal, const std::string& what, const std::string&
   return f;
 }
 
-void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::vector<void*>& bufs) {
+void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::vector<void*>& bufs,
+            CUdeviceptr scratch) {
   Context& c = context(ordinal);
   int64_t per_sm = l.kind == codegen::CudaLaunch::Kind::BlockReduce ? 2048 / l.block * 4 : 2048 / l.block * 2;
   int64_t want = l.kind == codegen::CudaLaunch::Kind::BlockReduce ? l.work : (l.work + l.block - 1) / l.block;
@@ -180,7 +181,7 @@ void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::
   std::vector<void*> params;
   params.reserve(bufs.size() + 1);
   for (auto& b : bufs) params.push_back(const_cast<void*>(static_cast<const void*>(&b)));
-  CUdeviceptr scratch = 0;
+  bool own_scratch = false;
   unsigned grid_y = 1;
   if (l.kind == codegen::CudaLaunch::Kind::ColumnReduce) {  // (output blocks) x (reduce chunks)
     blocks = (l.work + l.block - 1) / l.block;
@@ -189,7 +190,8 @@ void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::
     blocks = l.work * l.split;
   }
   if (l.split > 1) {  // the counters must start at zero
-    scratch = device_alloc(ordinal, static_cast<size_t>(l.scratch_bytes));
+    own_scratch = !scratch;
+    if (own_scratch) scratch = device_alloc(ordinal, static_cast<size_t>(l.scratch_bytes));
     check(c.api->cuMemsetD8Async(scratch + static_cast<CUdeviceptr>(l.counters_offset), 0,
                                  static_cast<size_t>(l.scratch_bytes - l.counters_offset), c.stream),
           "cuMemsetD8Async");
@@ -203,7 +205,7 @@ void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::
                               1, static_cast<unsigned>(l.smem_bytes), c.stream, params.data(), nullptr),
         "cuLaunchKernel");
   // the stream runs the kernel before any later user of the block: it may go back to the cache now
-  if (scratch) device_free(ordinal, scratch, static_cast<size_t>(l.scratch_bytes));
+  if (own_scratch) device_free(ordinal, scratch, static_cast<size_t>(l.scratch_bytes));
 }
 
 }  // namespace kiln::runtime::cuda

@@ -19,7 +19,11 @@ std::vector<CUfunction> load_kernels(int ordinal, const std::vector<KernelSource
 // the compiler; `what` names it in errors (which carry the NVRTC log).
 CUfunction load_program(int ordinal, const std::string& what, const std::string& source,
                         const std::string& symbol, const std::string& std);
-// Launches f on the device's stream over bufs (device addresses, one per kernel parameter).
-void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::vector<void*>& bufs);
+// Launches f on the device's stream over bufs (device addresses, one per kernel parameter). A launch
+// whose blocks share outputs (l.split > 1) needs l.scratch_bytes of scratch: `scratch` when given (the
+// caller keeps it as long as the launch may run again: a CUDA graph), else a block of the allocator's
+// that goes back to it once the launch is queued.
+void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::vector<void*>& bufs,
+            CUdeviceptr scratch = 0);
 
 }  // namespace kiln::runtime::cuda
