@@ -225,6 +225,7 @@ class CudaRenderer : public RendererBase {
       int64_t n = (std::get<2>(key) * (is_half(t) ? 4 : dtype_size(t)) + 15) / 16 * 16;
       if (loops.size() < 2 || bytes + n > kRowCacheBytes) continue;
       for (auto& u : uses) row_cache_[u.load] = {bytes, u.loop, u.loop == *loops.begin()};
+      fills_.insert(*loops.begin());
       bytes += n;
     }
     l.smem_bytes = bytes;
@@ -278,9 +279,12 @@ class CudaRenderer : public RendererBase {
       out("for (int64_t " + n + " = (blockIdx.x % " + std::to_string(split_count_) +
           ") * (int64_t)blockDim.x + threadIdx.x; " + n + " < " + size + "; " + n +
           " += (int64_t)blockDim.x * " + std::to_string(split_count_) + ") {");
-    else if (split)
+    else if (split) {
+      // the loop that fills the shared row: with one or two blocks per SM, each thread keeps several
+      // loads in flight to cover the memory latency
+      if (fills_.count(static_cast<size_t>(i))) out("#pragma unroll 8");
       out("for (int64_t " + n + " = threadIdx.x; " + n + " < " + size + "; " + n + " += blockDim.x) {");
-    else
+    } else
       out("for (int64_t " + n + " = 0; " + n + " < " + size + "; " + n + "++) {");
     open_.push_back(split ? i : -2);
     indent_++;
@@ -389,6 +393,7 @@ class CudaRenderer : public RendererBase {
   std::vector<int> open_;   // open RANGEs: -1 output (a digit of t), -2 plain loop, -3 row loop, else split
   std::set<size_t> inner_;  // output RANGEs opened after a reduce: loops over the block's threads
   std::map<size_t, Cached> row_cache_;  // LOADs of rows kept in shared memory
+  std::set<size_t> fills_;              // the loops that load those rows from memory
   int64_t work_ = 1;
   bool block_reduce_ = false;
   int split_count_ = 1;

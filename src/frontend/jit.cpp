@@ -200,6 +200,10 @@ struct Replay {
     std::shared_ptr<Buffer> fixed;
     DType dtype;
     int64_t numel;
+    // Fresh: buffers of earlier replays, taken again once nothing else holds them. A step that
+    // updates its state writes every other replay into the same buffers, so its pointers repeat
+    // and a device can keep replaying one recorded graph.
+    std::vector<std::shared_ptr<Buffer>> spare = {};
   };
   std::vector<ReplaySlot> slots;
   std::vector<runtime::SlotLaunch> launches;
@@ -295,12 +299,29 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
     for (size_t i = 0; i < r.slots.size(); i++) {
       auto& s = r.slots[i];
       switch (s.kind) {
-        case Replay::Kind::Input: ptrs[i] = inputs[s.input].node()->buffer->data; break;
+        case Replay::Kind::Input: {
+          const std::shared_ptr<Buffer>& in = inputs[s.input].node()->buffer;
+          ptrs[i] = in->data;
+          // a recorded CUDA graph reads fixed addresses: each call's inputs are copied there first
+          // (a batch is small next to a step's work), so the graph is recorded once
+          if (r.device.is_cuda() && settings().cuda_graph) {
+            if (!s.fixed) s.fixed = std::make_shared<Buffer>(s.dtype, s.numel, r.device);
+            copy_buffer(*s.fixed, *in);
+            ptrs[i] = s.fixed->data;
+          }
+          break;
+        }
         case Replay::Kind::Fixed: ptrs[i] = s.fixed->data; break;
-        case Replay::Kind::Fresh:
-          fresh[i] = std::make_shared<Buffer>(s.dtype, s.numel, r.device);
+        case Replay::Kind::Fresh: {
+          for (auto& b : s.spare)
+            if (b.use_count() == 1 && !fresh[i]) fresh[i] = b;  // only this list holds it
+          if (!fresh[i]) {
+            fresh[i] = std::make_shared<Buffer>(s.dtype, s.numel, r.device);
+            if (s.spare.size() < 3) s.spare.push_back(fresh[i]);
+          }
           ptrs[i] = fresh[i]->data;
           break;
+        }
         case Replay::Kind::State: {
           ImplRef impl = s.state.lock();
           if (!impl)

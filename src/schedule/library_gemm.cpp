@@ -99,11 +99,21 @@ std::optional<std::vector<NodeRef>> operands_to_realize(const NodeRef& m, const 
 }  // namespace
 
 std::vector<NodeRef> library_gemm_plan(const std::vector<NodeRef>& roots) {
+  // the nodes still to compute (what is realized keeps the graph it was computed from: not walked)
+  std::vector<NodeRef> order;
   std::unordered_map<const Node*, std::vector<NodeRef>> users;
-  std::vector<NodeRef> order = ir::toposort(roots);
-  for (auto& n : order)
-    if (!is_realized(n))
-      for (auto& s : n->src) users[s.get()].push_back(n);
+  std::unordered_set<const Node*> seen;
+  std::vector<NodeRef> stack(roots.begin(), roots.end());
+  while (!stack.empty()) {
+    NodeRef n = stack.back();
+    stack.pop_back();
+    if (is_realized(n) || !seen.insert(n.get()).second) continue;
+    order.push_back(n);
+    for (auto& s : n->src) {
+      users[s.get()].push_back(n);
+      stack.push_back(s);
+    }
+  }
   std::vector<NodeRef> out;
   std::unordered_set<const Node*> taken;
   auto add = [&](const NodeRef& n) {
@@ -111,11 +121,17 @@ std::vector<NodeRef> library_gemm_plan(const std::vector<NodeRef>& roots) {
   };
   for (auto& m : order) {
     Operand a, b;
-    if (is_realized(m) || !large_matmul(m, a, b)) continue;
+    if (!large_matmul(m, a, b)) continue;
     auto operands = operands_to_realize(m, a, b);
     if (!operands) continue;
     for (auto& o : *operands) add(o);
-    if (!bias_epilogue(m, users[m.get()])) add(m);
+    const auto& us = users[m.get()];
+    // the result as the library writes it: rounded to the operands' type when that is its only use
+    // (bf16 scores, not f32 ones)
+    if (us.size() == 1 && us[0]->op == Op::CAST && us[0]->dtype == a.base->dtype)
+      add(us[0]);
+    else if (!bias_epilogue(m, us))
+      add(m);
   }
   return out;
 }

@@ -340,6 +340,10 @@ TEST(MatchMatmul, LibraryGemmSplitsMatmulsOutOfFusedKernels) {
   EXPECT_EQ(library_gemms({y, dqkv}, false), 0);
   // with the library: the two forward matmuls and the four of the backward
   EXPECT_EQ(library_gemms({y, dqkv}, true), 6);
+  // once the forward is computed, the graph it was computed from (with its autograd DETACH nodes)
+  // is not planned again: the four backward matmuls and the scores, which the forward did not keep
+  y.realize();
+  EXPECT_EQ(library_gemms({dqkv}, true), 5);
   // an MLP whose input is normalized on the fly and whose output joins a residual
   Tensor x = random_tensor({512, 256}, DType::F32, -1, 1, 5),
          w1 = random_tensor({256, 1024}, DType::F32, -1, 1, 6),
