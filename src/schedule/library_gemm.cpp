@@ -42,8 +42,12 @@ struct Operand {
 
 Operand operand_of(NodeRef n) {
   Operand o;
-  while (view_or_cast(n)) {
+  while (n->op == Op::CAST) n = n->src[0];  // the multiply's own casts (to its compute type)
+  bool viewed = false;
+  // under the views, a cast is part of the value the GEMM reads (a softmax rounded to bf16): kept
+  while (view_or_cast(n) && !(viewed && n->op == Op::CAST)) {
     if (n->op == Op::EXPAND && n->numel() > n->src[0]->numel() && !o.unbroadcast) o.unbroadcast = n->src[0];
+    viewed |= n->op != Op::CAST;
     n = n->src[0];
   }
   o.base = n;
@@ -114,8 +118,11 @@ std::vector<NodeRef> library_gemm_plan(const std::vector<NodeRef>& roots) {
       stack.push_back(s);
     }
   }
-  std::vector<NodeRef> out;
+  // a root and what it reshapes are written by the root's kernel already
   std::unordered_set<const Node*> taken;
+  for (NodeRef r : roots)
+    for (; !is_realized(r) && taken.insert(r.get()).second && r->op == Op::RESHAPE;) r = r->src[0];
+  std::vector<NodeRef> out;
   auto add = [&](const NodeRef& n) {
     if (!is_realized(n) && taken.insert(n.get()).second) out.push_back(n);
   };

@@ -197,10 +197,6 @@ void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::
           "cuMemsetD8Async");
     params.push_back(&scratch);
   }
-  if (l.smem_bytes > 48 * 1024)  // past the default limit a kernel asks for its dynamic shared memory
-    check(c.api->cuFuncSetAttribute(f, 8 /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */,
-                                    static_cast<int>(l.smem_bytes)),
-          "cuFuncSetAttribute");
   check(c.api->cuLaunchKernel(f, static_cast<unsigned>(blocks), grid_y, 1, static_cast<unsigned>(l.block), 1,
                               1, static_cast<unsigned>(l.smem_bytes), c.stream, params.data(), nullptr),
         "cuLaunchKernel");
