@@ -50,7 +50,7 @@ std::optional<Match> find_equal(const NodeRef& c, const NodeRef& r) {
 }
 
 // The value of sum over r of `body`, when body is a one-hot selection along r (possibly scaled by
-// factors free of r, or cast; a mask cast to numbers is where(mask, 1, 0)); nullptr otherwise.
+// factors free of r, or cast); nullptr otherwise.
 NodeRef fold(const NodeRef& body, const NodeRef& r) {
   switch (body->op) {
     case Op::WHERE: {
@@ -75,10 +75,6 @@ NodeRef fold(const NodeRef& body, const NodeRef& r) {
             return i == 0 ? ir::alu(Op::MUL, f, body->src[1]) : ir::alu(Op::MUL, body->src[0], f);
       return nullptr;
     case Op::CAST:
-      if (body->src[0]->dtype == DType::Bool)  // a one-hot mask as numbers: where(mask, 1, 0)
-        return fold(ir::make(Op::WHERE, body->dtype, body->shape,
-                             {body->src[0], ir::const_like(body, 1), ir::const_like(body, 0)}),
-                    r);
       if (NodeRef f = fold(body->src[0], r))
         return ir::make(Op::CAST, body->dtype, body->shape, {f}, body->arg);
       return nullptr;

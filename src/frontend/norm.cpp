@@ -174,10 +174,9 @@ Tensor embedding(const Tensor& indices, const Tensor& weight) {
   if (weight.dim() != 2)
     fail("embedding", "weight must be 2-D (num_embeddings, dim), got " + shape_str(weight.shape()));
   int64_t v = weight.size(0);
-  // a one-hot (..., V) mask times the (V, D) weight: the compiler folds the forward's sum over V
-  // into a row lookup, and the gradient, onehot^T @ grad, is a matmul (a GEMM library runs it)
-  Tensor hit = (indices.to(DType::I64).unsqueeze(-1) == arange(v)).to(weight.dtype());
-  return hit.matmul(weight).to(weight.dtype());
+  // one-hot selection over the vocabulary: (..., V, 1) mask picks rows of the (V, D) weight
+  Tensor hit = indices.to(DType::I64).unsqueeze(-1) == arange(v);
+  return where(hit.unsqueeze(-1), weight, Scalar(0)).sum(-2).to(weight.dtype());
 }
 
 }  // namespace kiln::nn::functional

@@ -54,23 +54,6 @@ Operand operand_of(NodeRef n) {
   return o;
 }
 
-// Whether x is a one-hot mask over k classes (`index == arange(k)`, as embedding writes it): a sum
-// over those classes is a lookup the code generator folds (fold_onehot.cpp), not a GEMM. The mask's
-// gradient side (a sum over the indices) is a GEMM.
-bool one_hot_over(NodeRef x, int64_t k) {
-  while (x->op == Op::CAST) x = x->src[0];
-  if (x->dtype != DType::Bool) return false;
-  std::vector<NodeRef> stack{x};
-  for (int steps = 0; !stack.empty() && steps < 16; steps++) {
-    NodeRef n = stack.back();
-    stack.pop_back();
-    if (n->op == Op::IOTA) return n->shape[static_cast<size_t>(n->arg[0])] == k;
-    if (ir::is_elementwise(n->op) || ir::is_movement(n->op))
-      for (auto& s : n->src) stack.push_back(s);
-  }
-  return false;
-}
-
 // A sum of products of two broadcast operands (a matmul as the frontend writes it) large enough
 // for the library: batch * m * n * k elements and at least 64 along k.
 bool large_matmul(const NodeRef& n, Operand& a, Operand& b) {
@@ -82,7 +65,6 @@ bool large_matmul(const NodeRef& n, Operand& a, Operand& b) {
   b = operand_of(body->src[1]);
   int64_t k = 1;
   for (size_t i = 1; i < n->arg.size(); i++) k *= body->shape[static_cast<size_t>(n->arg[i])];
-  if (one_hot_over(a.base, k) || one_hot_over(b.base, k)) return false;
   return a.unbroadcast && b.unbroadcast && k >= 64 &&
          static_cast<double>(body->numel()) >= static_cast<double>(1 << 24);
 }

@@ -351,13 +351,4 @@ TEST(MatchMatmul, LibraryGemmSplitsMatmulsOutOfFusedKernels) {
   Tensor h = x + F::layer_norm(x, {256}).matmul(w1).relu().matmul(w2);
   EXPECT_EQ(library_gemms({h}, false), 1);
   EXPECT_EQ(library_gemms({h}, true), 2);
-  // an embedding: its lookup is folded, not a GEMM over the vocabulary; its gradient (one-hot^T @
-  // grad, a sum over the tokens) is a GEMM
-  Tensor table = random_tensor({1000, 64}, DType::F32, -1, 1, 8);
-  table.requires_grad_();
-  Tensor tok = random_tensor({1024}, DType::I64, 0, 999, 9);
-  Tensor e = F::embedding(tok, table);
-  EXPECT_EQ(library_gemms({e}, true), 0);
-  Tensor dtable = grad({e}, {table}, {random_tensor({1024, 64}, DType::F32, -1, 1, 10)})[0];
-  EXPECT_EQ(library_gemms({dtable}, true), 1);
 }
