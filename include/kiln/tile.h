@@ -13,6 +13,11 @@ namespace kiln::tile {
 
 inline constexpr int64_t kTileSize = 32;
 
+// Shared memory one thread block may have on an H100 or H200 (227 KB). On the GPU a core's CBs live
+// there; every backend checks before a launch that a program's CBs fit it (the CPU one against this
+// value, so an oversize kernel fails without a GPU too) and throws kiln::Error listing the CBs.
+inline constexpr int64_t kSharedMemoryPerBlock = 232448;
+
 // The cores a program runs on: a plain count (no topology: multicast and core_x/core_y are compile
 // errors) or a rows x cols grid (core (x, y) = (column, row), index = y * cols + x).
 struct Grid {
@@ -61,6 +66,13 @@ class Program {
   Program& set_runtime_args(int core, std::vector<int64_t> values);
   // The role functions the kernel defines (default: reader and writer move data, compute computes).
   Program& roles(std::vector<std::string> data_movement, std::string compute);
+
+  // Shared memory the CBs declared so far take per core on the GPU: blocks x buffer factors plus
+  // the GPU backend's barriers (16 bytes per buffer slot, the whole 128-byte aligned).
+  int64_t cb_bytes() const;
+  // What a program's CBs may take per core: kSharedMemoryPerBlock less the runtime's own
+  // per-block state. run() throws beyond it (on the GPU: the device's own shared memory, less that).
+  static int64_t cb_bytes_limit();
 
   // Compiles the kernel if this exact program was not compiled before (in memory or on disk),
   // then runs every core; throws kiln::Error on a compile error or a failed debug check. The

@@ -1,7 +1,9 @@
 // y = a * b + tanh(c), c a row vector (1 x C, in tiles whose first row is valid) broadcast down the
 // rows. Split by rows: each core covers block rows [start, start + count) (runtime args) of blocks of
 // BR x BC tiles, and every block column; the c slice of a block is read and tanh'd again for every
-// block row, the price of this split (mul_add_tanh_cols.cpp reads each c tile once).
+// block row, the price of this split (mul_add_tanh_cols.cpp reads each c tile once). A block row is
+// streamed in blocks of BC tiles (BC divides C's tiles; the host picks it so that the CBs fit a
+// core's shared memory whatever C is).
 void reader() {
   long long col_blocks = a.cols() / BC;
   for (long long r = args().start; r < args().start + args().count; r++)

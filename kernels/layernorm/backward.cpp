@@ -2,177 +2,151 @@
 // mean and rstd (N x 1, f32): per row, norm = (x - mean) * rstd, dnorm = dout * w,
 // dx = (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd; and, with WGRAD = 1, the weight
 // gradients dweight = dweight_in + sum over rows of dout * norm, dbias = dbias_in + sum of dout.
-// Each core covers tile rows [start, start + count) (runtime args) in blocks of one tile row by all
-// CT tiles of C, keeping f32 partial sums of dweight and dbias (1 x CT). The partials are reduced
-// across cores in three steps:
-//   1. along each grid row: cores x > 0 send (multicast to one core) their partials to core x = 0,
-//      which adds them to its own;
-//   2. over the grid (reduce-scatter): the row roots write their sums to part_dw / part_db (grid rows
-//      x C, f32) and meet at a barrier (semaphore `arrived` on core (0, 0), released by a multicast
-//      set of `go`); then every core owns tile columns [piece_start, piece_start + piece_count) and
-//      sums that slice over the grid rows;
+// Each core covers tile rows [start, start + count) (runtime args). A tile row is streamed in chunks
+// of 1 x K tiles (K divides CT; the host picks it so that the CBs fit a core's shared memory
+// whatever C is), in two passes: pass 1 sums dnorm and dnorm * norm over the row (f32); pass 2 reads
+// the chunks again (one tile row is still in cache) and writes dx. With WGRAD, pass 2 also sums each
+// chunk's dout * norm and dout down its 32 rows, and the weight gradients are reduced across the
+// grid in three steps:
+//   1. every core writes those sums, one row of C per tile row, to part_dw / part_db (tile rows x C,
+//      f32): no core keeps a whole row of partial sums;
+//   2. all cores meet at a barrier (semaphore `arrived` on core (0, 0), released by a multicast set
+//      of `go`); then every core owns tile columns [piece_start, piece_start + piece_count) and sums
+//      that slice over all tile rows (a reduce-scatter), 32 partial rows per block;
 //   3. it adds the slice to dweight_in / dbias_in and writes it: gradient accumulation (+=).
 // Padded rows and columns (shapes not multiples of 32) read as 0: dout = 0 there, so they add
 // nothing to any sum; the means over C divide by the true C (n_cols).
-// Compile-time: CT, n_cols, WGRAD (0: dx only, the weight gradients come from another kernel).
+// Compile-time: CT, K, n_cols, WGRAD (0: dx only, the weight gradients come from another kernel).
+constexpr long long chunks = CT / K;
+
 void reader() {
-  {
-    auto wb = w_cb.scoped_reserve();
-    dma(w.slice(0, 0, 1, CT), wb).wait();
-  }
   for (long long r = args().start; r < args().start + args().count; r++) {
-    auto xb = x_cb.scoped_reserve();
-    auto gb = dout_cb.scoped_reserve();
-    auto m = mean_cb.scoped_reserve();
-    auto rs = rstd_cb.scoped_reserve();
-    Transfer tx = dma(x.slice(r, 0, 1, CT), xb);
-    Transfer tg = dma(dout.slice(r, 0, 1, CT), gb);
-    Transfer tm = dma(mean.slice(r, 0), m);
-    Transfer tr = dma(rstd.slice(r, 0), rs);
-    tx.wait();
-    tg.wait();
-    tm.wait();
-    tr.wait();
+    {
+      auto m = mean_cb.scoped_reserve();
+      auto rs = rstd_cb.scoped_reserve();
+      Transfer tm = dma(mean.slice(r, 0), m);
+      Transfer tr = dma(rstd.slice(r, 0), rs);
+      tm.wait();
+      tr.wait();
+    }
+    for (int pass = 0; pass < 2; pass++)  // the same chunks twice
+      for (long long k = 0; k < chunks; k++) {
+        auto xb = x_cb.scoped_reserve();
+        auto gb = dout_cb.scoped_reserve();
+        auto wb = w_cb.scoped_reserve();
+        Transfer tx = dma(x.slice(r, k * K, 1, K), xb);
+        Transfer tg = dma(dout.slice(r, k * K, 1, K), gb);
+        Transfer tw = dma(w.slice(0, k * K, 1, K), wb);
+        tx.wait();
+        tg.wait();
+        tw.wait();
+      }
   }
   if (!WGRAD) return;
-  // step 1: the row root receives one dweight and one dbias partial from each other core of its row
-  if (core_x() == 0)
-    for (int k = 1; k < grid_cols(); k++) {
-      {
-        auto rb = recv_dw_cb.scoped_reserve();
-        mcast_receive(rb).wait();
-      }
-      auto rb = recv_db_cb.scoped_reserve();
-      mcast_receive(rb).wait();
-    }
-  // step 2: once every row root has written its sums, read this core's slice of each
+  // step 2: once every core has written its partial sums, read this core's slice of them
   if (core_x() == 0 && core_y() == 0) {
-    arrived.wait(grid_rows());
+    arrived.wait(num_cores());
     go.mcast_set(whole_grid(), 1);
   }
   go.wait(1);
+  const long long part_rows = part_dw.rows();  // one per tile row of x
   for (long long t = args().piece_start; t < args().piece_start + args().piece_count; t++) {
     long long width = n_cols - t * 32 < 32 ? n_cols - t * 32 : 32;
-    {
-      auto gw = dw_in_cb.scoped_reserve();
-      dma(dweight_in.slice(0, t), gw).wait();
-    }
-    for (int y = 0; y < grid_rows(); y++) {
-      auto pb = part_cb.scoped_reserve();
-      dma(part_dw.slice(y, t * 32, 1, width), pb).wait();
-    }
-    {
-      auto gb = db_in_cb.scoped_reserve();
-      dma(dbias_in.slice(0, t), gb).wait();
-    }
-    for (int y = 0; y < grid_rows(); y++) {
-      auto pb = part_cb.scoped_reserve();
-      dma(part_db.slice(y, t * 32, 1, width), pb).wait();
+    for (int g = 0; g < 2; g++) {  // dweight, then dbias
+      {
+        auto gb = grad_in_cb.scoped_reserve();
+        dma(g == 0 ? dweight_in.slice(0, t) : dbias_in.slice(0, t), gb).wait();
+      }
+      for (long long p = 0; p < part_rows; p += 32) {
+        long long rows = part_rows - p < 32 ? part_rows - p : 32;
+        auto pb = part_cb.scoped_reserve();
+        dma(g == 0 ? part_dw.slice(p, t * 32, rows, width) : part_db.slice(p, t * 32, rows, width), pb)
+            .wait();
+      }
     }
   }
 }
 
 void compute() {
   const float inv_c = 1.0f / static_cast<float>(n_cols);
-  auto wb = w_cb.scoped_wait();  // kept for every row
-  auto dw = dw_acc_cb.scoped_scratch();
-  auto db = db_acc_cb.scoped_scratch();
-  dw.store(0.0f);
-  db.store(0.0f);
   for (long long i = 0; i < args().count; i++) {
-    auto xb = x_cb.scoped_wait();
-    auto gb = dout_cb.scoped_wait();
     auto m = mean_cb.scoped_wait();
     auto rs = rstd_cb.scoped_wait();
-    auto norm = norm_cb.scoped_scratch();
-    auto dnorm = dnorm_cb.scoped_scratch();
-    auto dnorm_mean = dnorm_mean_cb.scoped_scratch();
+    auto dnorm_mean = dnorm_mean_cb.scoped_scratch();  // sums over the row in pass 1, then means
     auto dnorm_norm_mean = dnorm_norm_mean_cb.scoped_scratch();
-    norm.store((xb - bcast_cols(m)) * bcast_cols(rs));
-    dnorm.store(gb * bcast_rows(wb));
-    dnorm_mean.store(reduce_sum<1>(dnorm) * inv_c);
-    dnorm_norm_mean.store(reduce_sum<1>(dnorm * norm) * inv_c);
-    {
-      auto dxb = dx_cb.scoped_reserve();
-      dxb.store((dnorm - bcast_cols(dnorm_mean) - norm * bcast_cols(dnorm_norm_mean)) * bcast_cols(rs));
+    dnorm_mean.store(0.0f);
+    dnorm_norm_mean.store(0.0f);
+    for (long long k = 0; k < chunks; k++) {  // pass 1
+      auto xb = x_cb.scoped_wait();
+      auto gb = dout_cb.scoped_wait();
+      auto wb = w_cb.scoped_wait();
+      auto norm = (xb - bcast_cols(m)) * bcast_cols(rs);  // expressions: evaluated where stored
+      auto dnorm = gb * bcast_rows(wb);
+      dnorm_mean.store(dnorm_mean + reduce_sum<1>(dnorm));
+      dnorm_norm_mean.store(dnorm_norm_mean + reduce_sum<1>(dnorm * norm));
     }
-    if (WGRAD) {
-      dw.store(dw + reduce_sum<0>(gb * norm));
-      db.store(db + reduce_sum<0>(gb));
+    dnorm_mean.store(dnorm_mean * inv_c);
+    dnorm_norm_mean.store(dnorm_norm_mean * inv_c);
+    for (long long k = 0; k < chunks; k++) {  // pass 2
+      auto xb = x_cb.scoped_wait();
+      auto gb = dout_cb.scoped_wait();
+      auto wb = w_cb.scoped_wait();
+      auto norm = (xb - bcast_cols(m)) * bcast_cols(rs);
+      auto dnorm = gb * bcast_rows(wb);
+      {
+        auto dxb = dx_cb.scoped_reserve();
+        dxb.store((dnorm - bcast_cols(dnorm_mean) - norm * bcast_cols(dnorm_norm_mean)) * bcast_cols(rs));
+      }
+      if (WGRAD) {  // step 1: this tile row's sums, dweight's then dbias's, to the writer
+        {
+          auto pw = part_sum_cb.scoped_reserve();
+          pw.store(reduce_sum<0>(gb * norm));
+        }
+        auto pb = part_sum_cb.scoped_reserve();
+        pb.store(reduce_sum<0>(gb));
+      }
     }
   }
   if (!WGRAD) return;
-  if (core_x() == 0)
-    for (int k = 1; k < grid_cols(); k++) {
+  const long long part_rows = part_dw.rows();
+  for (long long t = 0; t < args().piece_count; t++)  // steps 2 and 3
+    for (int g = 0; g < 2; g++) {                     // dweight, then dbias
+      auto acc = tile_acc_cb.scoped_scratch();
       {
-        auto rb = recv_dw_cb.scoped_wait();
-        dw.store(dw + rb);
+        auto gb = grad_in_cb.scoped_wait();
+        acc.store(gb);
       }
-      auto rb = recv_db_cb.scoped_wait();
-      db.store(db + rb);
+      for (long long p = 0; p < part_rows; p += 32) {
+        auto pb = part_cb.scoped_wait();
+        acc.store(acc + reduce_sum<0>(pb));
+      }
+      auto ob = grad_out_cb.scoped_reserve();
+      ob.store(acc);
     }
-  {
-    auto sw = dw_sum_cb.scoped_reserve();
-    sw.store(dw);
-  }
-  {
-    auto sb = db_sum_cb.scoped_reserve();
-    sb.store(db);
-  }
-  for (long long t = 0; t < args().piece_count; t++) {
-    auto acc = tile_acc_cb.scoped_scratch();
-    {
-      auto gw = dw_in_cb.scoped_wait();
-      acc.store(gw);
-    }
-    for (int y = 0; y < grid_rows(); y++) {
-      auto pb = part_cb.scoped_wait();
-      acc.store(acc + pb);
-    }
-    {
-      auto ow = dw_out_cb.scoped_reserve();
-      ow.store(acc);
-    }
-    {
-      auto gb = db_in_cb.scoped_wait();
-      acc.store(gb);
-    }
-    for (int y = 0; y < grid_rows(); y++) {
-      auto pb = part_cb.scoped_wait();
-      acc.store(acc + pb);
-    }
-    auto ob = db_out_cb.scoped_reserve();
-    ob.store(acc);
-  }
 }
 
 void writer() {
-  for (long long r = args().start; r < args().start + args().count; r++) {
-    auto dxb = dx_cb.scoped_wait();
-    dma(dxb, dx.slice(r, 0, 1, CT)).wait();
-  }
+  for (long long r = args().start; r < args().start + args().count; r++)
+    for (long long k = 0; k < chunks; k++) {
+      {
+        auto dxb = dx_cb.scoped_wait();
+        dma(dxb, dx.slice(r, k * K, 1, K)).wait();
+      }
+      if (WGRAD) {  // step 1: row r of the partial sums, chunk k
+        long long col = k * K * 32, width = n_cols - col < K * 32 ? n_cols - col : K * 32;
+        {
+          auto pw = part_sum_cb.scoped_wait();
+          dma(pw, part_dw.slice(r, col, 1, width)).wait();
+        }
+        auto pb = part_sum_cb.scoped_wait();
+        dma(pb, part_db.slice(r, col, 1, width)).wait();
+      }
+    }
   if (!WGRAD) return;
-  {
-    auto sw = dw_sum_cb.scoped_wait();
-    auto sb = db_sum_cb.scoped_wait();
-    int y = core_y();
-    if (core_x() == 0) {  // step 2: publish the row's sums, then check in at core (0, 0)
-      Transfer tw = dma(sw, part_dw.slice(y, 0, 1, n_cols));
-      Transfer tb = dma(sb, part_db.slice(y, 0, 1, n_cols));
-      tw.wait();
-      tb.wait();
-      arrived.remote_inc(0, 0);
-    } else {  // step 1: send the partials to the row root
-      mcast(sw, recv_dw_cb, CoreRange{0, y, 1, y + 1}).wait();
-      mcast(sb, recv_db_cb, CoreRange{0, y, 1, y + 1}).wait();
+  arrived.remote_inc(0, 0);  // step 2: this core's partial sums are written
+  for (long long t = args().piece_start; t < args().piece_start + args().piece_count; t++)
+    for (int g = 0; g < 2; g++) {
+      auto ob = grad_out_cb.scoped_wait();
+      dma(ob, g == 0 ? dweight.slice(0, t) : dbias.slice(0, t)).wait();
     }
-  }
-  for (long long t = args().piece_start; t < args().piece_start + args().piece_count; t++) {
-    {
-      auto ow = dw_out_cb.scoped_wait();
-      dma(ow, dweight.slice(0, t)).wait();
-    }
-    auto ob = db_out_cb.scoped_wait();
-    dma(ob, dbias.slice(0, t)).wait();
-  }
 }

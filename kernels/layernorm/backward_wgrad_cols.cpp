@@ -1,7 +1,8 @@
 // LayerNorm backward, weight gradients only, split over columns: each core owns tile columns
 // [start, start + count) (runtime args) of dweight and dbias, so no two cores touch the same
 // gradient and nothing is reduced across cores. Per tile column it walks every row of x and dout in
-// blocks of BR x 1 tiles (with the rows' mean and rstd, BR x 1), recomputes norm = (x - mean) * rstd
+// blocks of BR x 1 tiles (with the rows' mean and rstd, BR x 1; BR divides the tile rows, and the
+// host picks it so that the CBs fit a core's shared memory), recomputes norm = (x - mean) * rstd
 // and accumulates in f32: dweight = dweight_in + sum of dout * norm, dbias = dbias_in + sum of dout.
 // dx comes from backward.cpp with WGRAD = 0. Padded rows read dout = 0 and add nothing.
 void reader() {

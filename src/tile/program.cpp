@@ -140,6 +140,10 @@ Program& Program::roles(std::vector<std::string> data_movement, std::string comp
   return *this;
 }
 
+int64_t Program::cb_bytes() const { return static_cast<int64_t>(layout_cbs(*d_).total); }
+
+int64_t Program::cb_bytes_limit() { return cb_memory_limit(kSharedMemoryPerBlock); }
+
 // The program runs where its inputs are: all on one GPU, or else on the CPU (CPU inputs are then
 // the only kind allowed; outputs land on the same device).
 void Program::run() {

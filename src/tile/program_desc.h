@@ -46,6 +46,33 @@ inline int cuda_threads(const Program::Desc& d) {
 }
 inline constexpr const char* kCudaEntry = "kiln_tile_main";
 
+// ---- CB memory per core (src/tile/cb_memory.cpp) ----
+// On the GPU a core's CBs are rings in its thread block's shared memory, each ring slot guarded by a
+// full and an empty mbarrier (8 bytes each); the runtime's own per-block state (BlockState in
+// cuda_device.h) is static shared memory, well under kStaticSharedReserve.
+inline constexpr size_t kBarrierBytesPerSlot = 16;
+inline constexpr int64_t kStaticSharedReserve = 2048;
+struct CBLayout {
+  struct Ring {
+    size_t barrier_offset;  // of full[slots] then empty[slots]
+    size_t data_offset;     // of slot 0
+    size_t block_bytes;
+  };
+  std::vector<Ring> cbs;  // in declaration order
+  size_t barrier_bytes;   // the mbarriers of every CB, first, padded to 128 bytes
+  size_t total;           // barriers + rings (each 128-byte aligned)
+};
+// Offsets as the GPU backend lays the CBs out in dynamic shared memory.
+CBLayout layout_cbs(const Program::Desc& d);
+// What the CBs may take of `shared_per_block` bytes of shared memory per thread block.
+int64_t cb_memory_limit(int64_t shared_per_block);
+// Throws kiln::Error naming the kernel, every CB (block shape, dtype, buffer factor, bytes), the
+// total and the limit when the layout does not fit; `device` names the GPU the limit comes from.
+// Both backends run it before compiling: the CPU one with kSharedMemoryPerBlock and device "", so an
+// oversize kernel fails on a machine without a GPU too.
+void check_cb_memory(const Program::Desc& d, const CBLayout& l, int64_t shared_per_block,
+                     const std::string& device);
+
 // The C++ source the compiler sees for `d` (src/tile/codegen.cpp); on CUDA the kernel-facing
 // headers are still #included (the CUDA backend pastes them in before NVRTC sees the source).
 std::string generate_source(const Program::Desc& d, Target target = Target::Cpu);

@@ -29,13 +29,14 @@ TEST(TileBroadcast, ColumnVectorBlocks4x1) {
   expect_near_all(p.result("y"), want, 1e-6, 1e-6);
 }
 
-// y = a + bcast(v): one block of 4 x 4 tiles; v's CB shape picks the broadcast.
+// y = a + bcast(v): one block of 4 x 4 tiles; v's CB shape picks the broadcast. One block per CB is
+// all it takes (buffer factor 1): two f32 blocks of 4 x 4 tiles per CB would not fit a core's CB memory.
 void run_bcast(const std::string& name, const std::string& expr, Shape vshape, int vr, int vc,
                const std::function<float(float a, const std::vector<float>& v, int i, int j)>& ref) {
   Tensor a = tile_input({128, 128}, 31), v = tile_input(vshape, 32);
   Program p(name, bcast_kernel(expr), Grid::cores(1));
   p.input("a", a).input("v", v).output("y", {128, 128}, DType::F32);
-  p.cb("a_cb", 4, 4, DType::F32).cb("v_cb", vr, vc, DType::F32).cb("y_cb", 4, 4, DType::F32);
+  p.cb("a_cb", 4, 4, DType::F32, 1).cb("v_cb", vr, vc, DType::F32).cb("y_cb", 4, 4, DType::F32, 1);
   p.run();
   auto av = a.to_vector<float>(), vv = v.to_vector<float>();
   std::vector<float> want(av.size());

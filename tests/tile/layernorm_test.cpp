@@ -1,6 +1,7 @@
 // The layernorm kernels: forward over rows, backward with one core, over columns and over rows with
 // the cross-core reduction on a 2D grid, gradient accumulation; shapes not multiples of 32, several
-// core counts, f32 and bf16, each against the float64 reference with its error report.
+// core counts, f32 and bf16, each against the float64 reference with its error report; rows of the
+// benchmarks' lengths streamed in chunks whose CBs fit a GPU core's shared memory.
 #include "tile/kernel_report.h"
 
 namespace kiln::testing {
@@ -111,6 +112,30 @@ TEST(TileLayerNorm, OverRowsNeedsA2DGrid) {
                              Grid::cores(4));
   });
   EXPECT_NE(err.find("WeightGrads::OverRows reduces across a 2D grid"), std::string::npos) << err;
+}
+
+// The row lengths of the benchmark shapes (G2/G3 layernorm: C = 768; G4: C = 4096 and 8192) used to
+// need whole rows of C in CBs, far over a GPU core's shared memory; rows now stream in chunks of K
+// tiles (several chunks here, the last one padded with N = 40 rows), and the programs' CBs fit.
+// A few rows keep the test fast.
+TEST(TileLayerNorm, BenchmarkRowLengthsStreamWithinTheCBBudget) {
+  for (DType t : {DType::F32, DType::BF16})
+    for (int64_t C : {768, 4096, 8192}) {
+      Case k = make_case(40, C, t);
+      std::string name = std::string("layernorm ") + dtype_name(t) + " C=" + std::to_string(C);
+      Tensor mean = zeros({40}), rstd = ones({40}), dw = zeros({C}).to(t), db = zeros({C}).to(t);
+      report_cb_bytes(name + " fwd", tile::ops::layernorm_forward_program(k.x, k.w, k.b, kEps, 2), "K");
+      report_cb_bytes(name + " bwd rows",
+                      tile::ops::layernorm_backward_program(k.dout, k.x, k.w, mean, rstd, dw, db, true,
+                                                            Grid::grid2d(2, 2)),
+                      "K");
+      report_cb_bytes(name + " bwd wgrad cols",
+                      tile::ops::layernorm_wgrad_cols_program(k.dout, k.x, mean, rstd, dw, db, 2), "BR");
+      check_forward(40, C, 2, t);
+      check_backward(40, C, WeightGrads::OverRows, Grid::grid2d(2, 2), t, true);
+    }
+  check_backward(40, 768, WeightGrads::OverColumns, Grid::cores(2), DType::F32, false);
+  check_backward(40, 768, WeightGrads::SingleCore, Grid::cores(1), DType::BF16, false);
 }
 
 }  // namespace

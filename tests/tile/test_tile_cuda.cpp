@@ -1,8 +1,9 @@
 // Tile programs on a GPU: the CPU examples (eltwise by rows and columns, bf16, unaligned shapes,
 // broadcast blocks, reductions and math, matmul with K accumulation, multicast on a 2D grid,
-// semaphores) run on CUDA tensors and must match the CPU backend; a deadlock is reported by the
-// device watchdog; a second launch compiles nothing. Without a GPU these skip, except the check that
-// NVRTC (when installed) compiles every example for sm_90, which needs no device.
+// semaphores) and the shipped kernels at the benchmarks' row lengths run on CUDA tensors and must
+// match the CPU backend; a deadlock is reported by the device watchdog; a second launch compiles
+// nothing. Without a GPU these skip, except the checks that NVRTC (when installed) compiles every
+// example and the shipped kernels for sm_90, which need no device.
 #include <dlfcn.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 
 #include "example_kernels.h"
 #include "kiln/debug.h"
+#include "tile/ops/programs.h"
 #include "tile/tile_helpers.h"
 
 namespace kiln::testing {
@@ -231,6 +233,35 @@ TEST(TileCudaCompile, EveryExampleCompilesWithNvrtcForSm90) {
   }
 }
 
+// The shipped kernels (layernorm forward and backward in all their variants, mul_add_tanh both
+// splits) at a benchmark row length, as their host entry points build them: all in f32, the ones
+// whose CBs change with the dtype in bf16 too (NVRTC takes seconds per kernel, the backward ~20 s).
+TEST(TileCudaCompile, ShippedKernelsCompileWithNvrtcForSm90) {
+  if (!nvrtc()) GTEST_SKIP() << "NVRTC is not installed here";
+  for (DType t : {DType::F32, DType::BF16}) {
+    const int64_t N = 40, C = 768;
+    Tensor x = tile_input({N, C}, 81, t), w = tile_input({C}, 82, t), b = tile_input({C}, 83, t);
+    Tensor mean = zeros({N}), rstd = ones({N}), c = tile_input({1, C}, 84, t);
+    std::vector<std::pair<std::string, Program>> programs;
+    programs.emplace_back("layernorm fwd", tile::ops::layernorm_forward_program(x, w, b, 1e-5, 2));
+    programs.emplace_back("layernorm bwd rows", tile::ops::layernorm_backward_program(
+                                                    x, x, w, mean, rstd, w, b, true, Grid::grid2d(2, 2)));
+    programs.emplace_back("layernorm bwd dx", tile::ops::layernorm_backward_program(
+                                                  x, x, w, mean, rstd, w, b, false, Grid::grid2d(1, 2)));
+    programs.emplace_back("layernorm bwd wgrad cols",
+                          tile::ops::layernorm_wgrad_cols_program(x, x, mean, rstd, w, b, 2));
+    programs.emplace_back("mul_add_tanh rows",
+                          tile::ops::mul_add_tanh_program(x, x, c, tile::Split::Rows, 2));
+    programs.emplace_back("mul_add_tanh cols",
+                          tile::ops::mul_add_tanh_program(x, x, c, tile::Split::Cols, 2));
+    for (auto& [name, p] : programs) {
+      if (t == DType::F32 || name == "layernorm fwd" || name == "mul_add_tanh rows") {
+        EXPECT_EQ(nvrtc_errors(p.generated_cuda_source()), "") << name << " " << dtype_name(t);
+      }
+    }
+  }
+}
+
 // ---- on the GPU ----
 
 TEST(TileCuda, ExamplesMatchTheCpuBackend) {
@@ -247,6 +278,43 @@ TEST(TileCuda, ExamplesMatchTheCpuBackend) {
       expect_near_all(g.to(Device::cpu()), cpu.result(out).to_vector<float>(), c.rtol, c.atol);
     }
   }
+}
+
+// The shipped kernels at the benchmark row lengths (C = 768, 4096, 8192; their CBs used to exceed
+// the GPU's shared memory there) on a few rows, f32 and bf16: the GPU matches the CPU backend.
+TEST(TileCuda, ShippedKernelsAtBenchmarkRowLengthsMatchTheCpu) {
+  KILN_REQUIRE_GPU();
+  const Device gpu = Device::cuda();
+  auto expect_same = [](const std::string& what, const Tensor& g, const Tensor& c, double tol) {
+    SCOPED_TRACE(what);
+    EXPECT_TRUE(g.device().is_cuda());
+    expect_near_all(g.to(Device::cpu()).to(DType::F32), c.to(DType::F32).to_vector<float>(), tol, tol);
+  };
+  for (DType t : {DType::F32, DType::BF16})
+    for (int64_t C : {768, 4096, 8192}) {
+      const int64_t N = 72;
+      const double tol = t == DType::F32 ? 1e-4 : 5e-2;
+      std::string name = std::string(dtype_name(t)) + " C=" + std::to_string(C);
+      Tensor x = tile_input({N, C}, 91, t, 0.5, 2.5), w = tile_input({C}, 92, t, 0.5, 1.5),
+             b = tile_input({C}, 93, t), dout = tile_input({N, C}, 94, t), c = tile_input({1, C}, 95, t);
+      auto fc = tile::layernorm_forward(x, w, b, 1e-5, 3);
+      auto fg = tile::layernorm_forward(on(x, gpu), on(w, gpu), on(b, gpu), 1e-5, 3);
+      expect_same("layernorm fwd out " + name, fg.out, fc.out, tol);
+      expect_same("layernorm fwd rstd " + name, fg.rstd, fc.rstd, 1e-4);
+      for (auto s : {tile::WeightGrads::OverRows, tile::WeightGrads::OverColumns}) {
+        Grid grid = s == tile::WeightGrads::OverRows ? Grid::grid2d(2, 2) : Grid::cores(3);
+        auto bc = tile::layernorm_backward(dout, x, w, fc.mean, fc.rstd, {}, {}, s, grid);
+        auto bg = tile::layernorm_backward(on(dout, gpu), on(x, gpu), on(w, gpu), on(fc.mean, gpu),
+                                           on(fc.rstd, gpu), {}, {}, s, grid);
+        std::string sn = s == tile::WeightGrads::OverRows ? " rows " : " cols ";
+        expect_same("layernorm bwd dx" + sn + name, bg.dx, bc.dx, tol);
+        expect_same("layernorm bwd dweight" + sn + name, bg.dweight, bc.dweight, 10 * tol);
+        expect_same("layernorm bwd dbias" + sn + name, bg.dbias, bc.dbias, 10 * tol);
+      }
+      Tensor yc = tile::mul_add_tanh(x, dout, c, tile::Split::Rows, 3);
+      Tensor yg = tile::mul_add_tanh(on(x, gpu), on(dout, gpu), on(c, gpu), tile::Split::Rows, 3);
+      expect_same("mul_add_tanh rows " + name, yg, yc, tol);
+    }
 }
 
 TEST(TileCuda, MatmulMatchesHostReference) {

@@ -23,6 +23,8 @@ std::pair<int64_t, int64_t> as_2d(const Shape& s) {
 }  // namespace
 
 void launch(Program::Desc& d) {
+  // the GPU's limit, so that a kernel too large for it fails here too
+  check_cb_memory(d, layout_cbs(d), kSharedMemoryPerBlock, "");
   Entry entry = compile(d);
   abi::RoleFn roles[16];
   if (d.dm_roles.size() + 1 > 16) throw Error("kiln.tile: program '" + d.name + "' has more than 16 roles");

@@ -213,18 +213,22 @@ int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at) {
   c.lk.unlock();  // the block is ours until the transfer is waited: copy without the lock
   size_t es = dtype_size(v.decl->dtype);
   int64_t bw = cb.decl->cols * kTileSize, bh = cb.decl->rows * kTileSize;
-  std::byte pad_bytes[4];
-  if (v.decl->dtype == DType::BF16) {
-    uint16_t h = float_to_bf16(pad);
-    std::memcpy(pad_bytes, &h, 2);
-  } else {
-    std::memcpy(pad_bytes, &pad, 4);
-  }
+  uint32_t pad32;
+  uint16_t pad16 = float_to_bf16(pad);
+  std::memcpy(&pad32, &pad, 4);
+  // padding with fixed-size copies the compiler turns into (vector) stores: a block row of a row
+  // vector is mostly padding
+  auto fill = [&](std::byte* p, int64_t n) {
+    if (es == 4)
+      for (int64_t j = 0; j < n; j++) std::memcpy(p + j * 4, &pad32, 4);
+    else
+      for (int64_t j = 0; j < n; j++) std::memcpy(p + j * 2, &pad16, 2);
+  };
   for (int64_t i = 0; i < bh; i++) {
     std::byte* row = dst + i * bw * es;
     int64_t valid = i < r.rows ? r.cols : 0;
     if (valid) std::memcpy(row, v.data + ((r.r0 + i) * v.cols + r.c0) * es, valid * es);
-    for (int64_t j = valid; j < bw; j++) std::memcpy(row + j * es, pad_bytes, es);
+    fill(row + valid * es, bw - valid);
   }
   return id;
 }

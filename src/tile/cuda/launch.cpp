@@ -28,8 +28,6 @@ using cuda_abi::Params;
 constexpr int kAttrMaxDynamicShared = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 constexpr int kErrorNotReady = 600;       // CUDA_ERROR_NOT_READY
 constexpr int kErrorCoopTooLarge = 720;   // CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
-// static shared memory of the kernel (BlockState) is well under this
-constexpr size_t kStaticSharedReserve = 2048;
 
 [[noreturn]] void fail(const Program::Desc& d, const std::string& msg) {
   throw Error("kiln.tile: program '" + d.name + "' on CUDA: " + msg);
@@ -48,27 +46,6 @@ long long timeout_ms() {
   const char* v = std::getenv("KILN_TILE_TIMEOUT_MS");
   long long ms = v ? std::atoll(v) : 0;
   return ms > 0 ? ms : 2000;
-}
-
-// Shared memory per core: every CB's full/empty mbarriers, then each ring, 128-byte aligned.
-size_t layout_cbs(const Program::Desc& d, Params& p) {
-  size_t off = 0;
-  for (size_t i = 0; i < d.cbs.size(); i++) {
-    p.cbs[i].barrier_offset = static_cast<unsigned>(off);
-    off += 16 * static_cast<size_t>(d.cbs[i].buffer_factor);
-  }
-  off = align_up(off, 128);
-  for (size_t i = 0; i < d.cbs.size(); i++) {
-    const CBDecl& c = d.cbs[i];
-    size_t block = static_cast<size_t>(c.rows * c.cols) * kTileSize * kTileSize * dtype_size(c.dtype);
-    p.cbs[i].data_offset = static_cast<unsigned>(off);
-    p.cbs[i].block_bytes = static_cast<unsigned>(block);
-    p.cbs[i].slots = static_cast<unsigned>(c.buffer_factor);
-    p.cbs[i].rows = c.rows;
-    p.cbs[i].cols = c.cols;
-    off = align_up(off + block * c.buffer_factor, 128);
-  }
-  return off;
 }
 
 void check_limits(const Program::Desc& d) {
@@ -114,16 +91,22 @@ void launch(Program::Desc& d, int ordinal) {
   check_limits(d);
   rc::Context& c = rc::context(ordinal);
   const Device dev = Device::cuda(ordinal);
+  const CBLayout layout = layout_cbs(d);
+  check_cb_memory(d, layout, c.shared_per_block_optin, dev.str());
   rc::CUfunction f = compile(d, ordinal);
 
   Params p;
   std::memset(&p, 0, sizeof p);
-  size_t smem = layout_cbs(d, p);
-  size_t smem_limit = static_cast<size_t>(c.shared_per_block_optin) - kStaticSharedReserve;
-  if (smem > smem_limit)
-    fail(d, "its CBs need " + std::to_string(smem) +
-                " bytes of shared memory per core (blocks x buffer factors); " + dev.str() + " has " +
-                std::to_string(smem_limit) + ": use smaller blocks or buffer factors");
+  for (size_t i = 0; i < d.cbs.size(); i++) {
+    const CBDecl& cb = d.cbs[i];
+    p.cbs[i].barrier_offset = static_cast<unsigned>(layout.cbs[i].barrier_offset);
+    p.cbs[i].data_offset = static_cast<unsigned>(layout.cbs[i].data_offset);
+    p.cbs[i].block_bytes = static_cast<unsigned>(layout.cbs[i].block_bytes);
+    p.cbs[i].slots = static_cast<unsigned>(cb.buffer_factor);
+    p.cbs[i].rows = cb.rows;
+    p.cbs[i].cols = cb.cols;
+  }
+  const size_t smem = layout.total;
   if (smem > 48 * 1024)
     rc::check(c.api->cuFuncSetAttribute(f, kAttrMaxDynamicShared, static_cast<int>(smem)),
               "cuFuncSetAttribute(max dynamic shared memory)");

@@ -4,6 +4,7 @@
 
 #include "kiln/error.h"
 #include "kiln/tile_ops.h"
+#include "tile/ops/programs.h"
 #include "tile/ops/view2d.h"
 
 namespace kiln::tile {
@@ -29,35 +30,110 @@ void set_row_split(Program& p, int64_t row_tiles, int cores, const std::vector<W
     p.set_runtime_args(k, {w[k].start, w[k].count, pieces[k].start, pieces[k].count});
 }
 
-// backward.cpp on `grid`: dx, and with wgrad the weight gradients reduced across the grid.
-LayerNormBackward backward_rows(const Tensor& dout, const Tensor& x, const Tensor& weight, const Tensor& mean,
-                                const Tensor& rstd, const Tensor& dw_in, const Tensor& db_in, bool wgrad,
-                                Grid grid) {
+}  // namespace
+
+namespace ops {
+
+Program layernorm_forward_program(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                                  int cores) {
+  DType t = x.dtype(), f32 = DType::F32;
+  auto [N, C] = view2d(x);
+  int64_t CT = tiles(C);
+  auto cbs = [&](Program& p, int K) {
+    for (const char* s : {"x_cb", "w_cb", "b_cb", "out_cb"}) p.cb(s, 1, K, t);  // streamed
+    p.cb("valid_cb", 1, K, t, 1);
+    p.cb("mean_cb", 1, 1, f32).cb("rstd_cb", 1, 1, f32);
+    p.cb("sq_dev_cb", 1, 1, f32, 1).cb("chunk_mean_cb", 1, 1, f32, 1);
+  };
+  int K = block_within_budget(CT, 8, cbs);  // rows stream in chunks of K tiles, whatever C is
+  Program p = Program::from_library("layernorm/forward.cpp", Grid::cores(cores));
+  p.input("x", x)
+      .input("w", weight.to(t))
+      .input("b", bias.to(t))
+      .input("valid", ones({1, C}, {.device = x.device()}).to(t));
+  p.output("out", x.shape(), t).output("mean", {N, 1}, f32).output("rstd", {N, 1}, f32);
+  cbs(p, K);
+  p.constant("CT", CT).constant("K", K).constant("n_cols", C);
+  p.constant("eps_bits", std::bit_cast<uint32_t>(static_cast<float>(eps)));
+  p.runtime_args({"start", "count"});
+  auto w = split_work(tiles(N), cores);
+  for (int k = 0; k < cores; k++) p.set_runtime_args(k, {w[k].start, w[k].count});
+  return p;
+}
+
+Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Tensor& weight,
+                                   const Tensor& mean, const Tensor& rstd, const Tensor& dw_in,
+                                   const Tensor& db_in, bool wgrad, Grid grid) {
   DType t = x.dtype(), gt = dw_in.dtype(), f32 = DType::F32;
-  auto [N, C] = ops::view2d(x);
-  int64_t CT = ops::tiles(C);
+  auto [N, C] = view2d(x);
+  int64_t CT = tiles(C);
+  auto cbs = [&](Program& p, int K) {
+    for (const char* s : {"x_cb", "dout_cb", "w_cb", "dx_cb"}) p.cb(s, 1, K, t);  // streamed
+    p.cb("mean_cb", 1, 1, f32).cb("rstd_cb", 1, 1, f32);
+    p.cb("dnorm_mean_cb", 1, 1, f32, 1).cb("dnorm_norm_mean_cb", 1, 1, f32, 1);
+    // weight gradients: partial sums streamed out with dx, then the grid reduction tile by tile
+    p.cb("part_sum_cb", 1, K, f32);
+    p.cb("grad_in_cb", 1, 1, gt, 1).cb("part_cb", 1, 1, f32).cb("tile_acc_cb", 1, 1, f32, 1);
+    p.cb("grad_out_cb", 1, 1, gt, 1);
+  };
+  int K = block_within_budget(CT, 8, cbs);  // rows stream in chunks of K tiles, whatever C is
   Program p = Program::from_library("layernorm/backward.cpp", grid);
   p.input("x", x).input("dout", dout.to(t)).input("w", weight.to(t));
   p.input("mean", mean.reshape({N, 1})).input("rstd", rstd.reshape({N, 1}));
   p.input("dweight_in", dw_in).input("dbias_in", db_in.to(gt));
   p.output("dx", x.shape(), t).output("dweight", {C}, gt).output("dbias", {C}, gt);
-  p.output("part_dw", {grid.rows, C}, f32, Indexing::Elements)
-      .output("part_db", {grid.rows, C}, f32, Indexing::Elements);
-  p.cb("w_cb", 1, CT, t).cb("x_cb", 1, CT, t).cb("dout_cb", 1, CT, t);
-  p.cb("mean_cb", 1, 1, f32).cb("rstd_cb", 1, 1, f32).cb("dx_cb", 1, CT, t);
-  for (const char* s : {"norm_cb", "dnorm_cb", "dw_acc_cb", "db_acc_cb"}) p.cb(s, 1, CT, f32, 1);
-  p.cb("dnorm_mean_cb", 1, 1, f32, 1).cb("dnorm_norm_mean_cb", 1, 1, f32, 1);
-  p.cb("recv_dw_cb", 1, CT, f32).cb("recv_db_cb", 1, CT, f32).cb("dw_sum_cb", 1, CT, f32, 1);
-  p.cb("db_sum_cb", 1, CT, f32, 1).cb("dw_in_cb", 1, 1, gt).cb("db_in_cb", 1, 1, gt);
-  p.cb("part_cb", 1, 1, f32)
-      .cb("tile_acc_cb", 1, 1, f32, 1)
-      .cb("dw_out_cb", 1, 1, gt)
-      .cb("db_out_cb", 1, 1, gt);
+  // the weight gradients' partial sums: a row of C per tile row of x (dx alone needs none)
+  const int64_t part_rows = wgrad ? tiles(N) : 1;
+  p.output("part_dw", {part_rows, C}, f32, Indexing::Elements)
+      .output("part_db", {part_rows, C}, f32, Indexing::Elements);
+  cbs(p, K);
   p.semaphore("arrived").semaphore("go");
-  p.constant("CT", CT).constant("n_cols", C).constant("WGRAD", wgrad ? 1 : 0);
+  p.constant("CT", CT).constant("K", K).constant("n_cols", C).constant("WGRAD", wgrad ? 1 : 0);
   p.runtime_args({"start", "count", "piece_start", "piece_count"});
   int cores = grid.size();
-  set_row_split(p, ops::tiles(N), cores, split_work(wgrad ? CT : 0, cores));
+  set_row_split(p, tiles(N), cores, split_work(wgrad ? CT : 0, cores));
+  return p;
+}
+
+Program layernorm_wgrad_cols_program(const Tensor& dout, const Tensor& x, const Tensor& mean,
+                                     const Tensor& rstd, const Tensor& dw_in, const Tensor& db_in,
+                                     int cores) {
+  DType t = x.dtype(), gt = dw_in.dtype(), f32 = DType::F32;
+  auto [N, C] = view2d(x);
+  int64_t RT = tiles(N), CT = tiles(C);
+  // blocks of BR x 1 tiles down a column: their size does not depend on C
+  auto cbs = [&](Program& p, int br) {
+    p.cb("x_cb", br, 1, t).cb("dout_cb", br, 1, t).cb("mean_cb", br, 1, f32).cb("rstd_cb", br, 1, f32);
+    p.cb("dw_in_cb", 1, 1, gt)
+        .cb("db_in_cb", 1, 1, gt)
+        .cb("dw_acc_cb", 1, 1, f32, 1)
+        .cb("db_acc_cb", 1, 1, f32, 1);
+    p.cb("dw_out_cb", 1, 1, gt).cb("db_out_cb", 1, 1, gt);
+  };
+  int br = block_within_budget(RT, 8, cbs);
+  Program p = Program::from_library("layernorm/backward_wgrad_cols.cpp", Grid::cores(cores));
+  p.input("x", x)
+      .input("dout", dout.to(t))
+      .input("mean", mean.reshape({N, 1}))
+      .input("rstd", rstd.reshape({N, 1}));
+  p.input("dweight_in", dw_in).input("dbias_in", db_in.to(gt));
+  p.output("dweight", {C}, gt).output("dbias", {C}, gt);
+  cbs(p, br);
+  p.constant("BR", br).runtime_args({"start", "count"});
+  auto w = split_work(CT, cores);
+  for (int k = 0; k < cores; k++) p.set_runtime_args(k, {w[k].start, w[k].count});
+  return p;
+}
+
+}  // namespace ops
+
+namespace {
+
+// backward.cpp on `grid`: dx, and with wgrad the weight gradients reduced across the grid.
+LayerNormBackward backward_rows(const Tensor& dout, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                                const Tensor& rstd, const Tensor& dw_in, const Tensor& db_in, bool wgrad,
+                                Grid grid) {
+  Program p = ops::layernorm_backward_program(dout, x, weight, mean, rstd, dw_in, db_in, wgrad, grid);
   p.run();
   if (!wgrad) return {p.result("dx"), Tensor(), Tensor()};
   return {p.result("dx"), p.result("dweight"), p.result("dbias")};
@@ -67,26 +143,7 @@ LayerNormBackward backward_rows(const Tensor& dout, const Tensor& x, const Tenso
 std::pair<Tensor, Tensor> wgrad_cols(const Tensor& dout, const Tensor& x, const Tensor& mean,
                                      const Tensor& rstd, const Tensor& dw_in, const Tensor& db_in,
                                      int cores) {
-  DType t = x.dtype(), gt = dw_in.dtype(), f32 = DType::F32;
-  auto [N, C] = ops::view2d(x);
-  int64_t RT = ops::tiles(N), CT = ops::tiles(C);
-  int br = ops::block_dividing(RT, 8);
-  Program p = Program::from_library("layernorm/backward_wgrad_cols.cpp", Grid::cores(cores));
-  p.input("x", x)
-      .input("dout", dout.to(t))
-      .input("mean", mean.reshape({N, 1}))
-      .input("rstd", rstd.reshape({N, 1}));
-  p.input("dweight_in", dw_in).input("dbias_in", db_in.to(gt));
-  p.output("dweight", {C}, gt).output("dbias", {C}, gt);
-  p.cb("x_cb", br, 1, t).cb("dout_cb", br, 1, t).cb("mean_cb", br, 1, f32).cb("rstd_cb", br, 1, f32);
-  p.cb("dw_in_cb", 1, 1, gt)
-      .cb("db_in_cb", 1, 1, gt)
-      .cb("dw_acc_cb", 1, 1, f32, 1)
-      .cb("db_acc_cb", 1, 1, f32, 1);
-  p.cb("dw_out_cb", 1, 1, gt).cb("db_out_cb", 1, 1, gt);
-  p.constant("BR", br).runtime_args({"start", "count"});
-  auto w = split_work(CT, cores);
-  for (int k = 0; k < cores; k++) p.set_runtime_args(k, {w[k].start, w[k].count});
+  Program p = ops::layernorm_wgrad_cols_program(dout, x, mean, rstd, dw_in, db_in, cores);
   p.run();
   return {p.result("dweight"), p.result("dbias")};
 }
@@ -95,24 +152,11 @@ std::pair<Tensor, Tensor> wgrad_cols(const Tensor& dout, const Tensor& x, const 
 
 LayerNormForward layernorm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                                    int cores) {
-  DType t = data_dtype("layernorm_forward", x), f32 = DType::F32;
+  data_dtype("layernorm_forward", x);
   auto [N, C] = ops::view2d(x);
   check_row("layernorm_forward", "weight", weight, C);
   check_row("layernorm_forward", "bias", bias, C);
-  int64_t CT = ops::tiles(C);
-  Program p = Program::from_library("layernorm/forward.cpp", Grid::cores(cores));
-  p.input("x", x)
-      .input("w", weight.to(t))
-      .input("b", bias.to(t))
-      .input("valid", ones({1, C}, {.device = x.device()}));
-  p.output("out", x.shape(), t).output("mean", {N, 1}, f32).output("rstd", {N, 1}, f32);
-  p.cb("w_cb", 1, CT, t, 1).cb("b_cb", 1, CT, t, 1).cb("valid_cb", 1, CT, f32, 1).cb("x_cb", 1, CT, t);
-  p.cb("xc_cb", 1, CT, f32, 1).cb("mean_cb", 1, 1, f32).cb("rstd_cb", 1, 1, f32).cb("out_cb", 1, CT, t);
-  p.constant("CT", CT).constant("n_cols", C);
-  p.constant("eps_bits", std::bit_cast<uint32_t>(static_cast<float>(eps)));
-  p.runtime_args({"start", "count"});
-  auto w = split_work(ops::tiles(N), cores);
-  for (int k = 0; k < cores; k++) p.set_runtime_args(k, {w[k].start, w[k].count});
+  Program p = ops::layernorm_forward_program(x, weight, bias, eps, cores);
   p.run();
   return {p.result("out"), p.result("mean").reshape({N}), p.result("rstd").reshape({N})};
 }
@@ -130,7 +174,8 @@ LayerNormBackward layernorm_backward(const Tensor& dout, const Tensor& x, const 
   check_row("layernorm_backward", "rstd", rstd, N);
   Tensor dw_in =
       dweight_in.defined() ? dweight_in.reshape({C}) : zeros({C}, {.device = x.device()}).to(weight.dtype());
-  Tensor db_in = dbias_in.defined() ? dbias_in.reshape({C}) : zeros({C}).to(dw_in.dtype());
+  Tensor db_in =
+      dbias_in.defined() ? dbias_in.reshape({C}) : zeros({C}, {.device = x.device()}).to(dw_in.dtype());
   check_row("layernorm_backward", "dweight_in", dw_in, C);
   check_row("layernorm_backward", "dbias_in", db_in, C);
   switch (strategy) {

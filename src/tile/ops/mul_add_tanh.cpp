@@ -2,9 +2,40 @@
 // the split of block rows or block columns over the cores.
 #include "kiln/error.h"
 #include "kiln/tile_ops.h"
+#include "tile/ops/programs.h"
 #include "tile/ops/view2d.h"
 
 namespace kiln::tile {
+
+namespace ops {
+
+Program mul_add_tanh_program(const Tensor& a, const Tensor& b, const Tensor& c, Split split, int cores) {
+  auto [M, N] = view2d(a);
+  DType t = a.dtype();
+  int64_t RT = tiles(M), CT = tiles(N);
+  bool rows = split == Split::Rows;
+  // rows: thin blocks along a row (c is re-read per block row anyway); cols: tall blocks down a
+  // column; as long as the CBs stay within budget
+  auto cbs = [&](Program& p, int br, int bc) {
+    p.cb("a_cb", br, bc, t).cb("b_cb", br, bc, t).cb("c_cb", 1, bc, t).cb("y_cb", br, bc, t);
+    if (!rows) p.cb("tc_cb", 1, bc, DType::F32, 1);
+  };
+  int br = 1, bc = 1;
+  if (rows)
+    bc = block_within_budget(CT, 8, [&](Program& p, int k) { cbs(p, 1, k); });
+  else
+    br = block_within_budget(RT, 8, [&](Program& p, int k) { cbs(p, k, 1); });
+  Program p = Program::from_library(
+      rows ? "broadcast/mul_add_tanh_rows.cpp" : "broadcast/mul_add_tanh_cols.cpp", Grid::cores(cores));
+  p.input("a", a).input("b", b.to(t)).input("cvec", c.reshape({1, N}).to(t)).output("y", a.shape(), t);
+  cbs(p, br, bc);
+  p.constant("BR", br).constant("BC", bc).runtime_args({"start", "count"});
+  auto w = split_work(rows ? RT / br : CT / bc, cores);
+  for (int k = 0; k < cores; k++) p.set_runtime_args(k, {w[k].start, w[k].count});
+  return p;
+}
+
+}  // namespace ops
 
 Tensor mul_add_tanh(const Tensor& a, const Tensor& b, const Tensor& c, Split split, int cores) {
   auto [M, N] = ops::view2d(a);
@@ -12,19 +43,7 @@ Tensor mul_add_tanh(const Tensor& a, const Tensor& b, const Tensor& c, Split spl
     throw Error("kiln.tile: mul_add_tanh: a " + shape_str(a.shape()) + " and b " + shape_str(b.shape()) +
                 " must have one shape and c " + shape_str(c.shape()) + " one row of " + std::to_string(N) +
                 " elements");
-  DType t = a.dtype();
-  int64_t RT = ops::tiles(M), CT = ops::tiles(N);
-  bool rows = split == Split::Rows;
-  // rows: thin blocks along a row (c is re-read per block row anyway); cols: tall blocks down a column
-  int br = rows ? 1 : ops::block_dividing(RT, 8), bc = rows ? ops::block_dividing(CT, 8) : 1;
-  Program p = Program::from_library(
-      rows ? "broadcast/mul_add_tanh_rows.cpp" : "broadcast/mul_add_tanh_cols.cpp", Grid::cores(cores));
-  p.input("a", a).input("b", b.to(t)).input("cvec", c.reshape({1, N}).to(t)).output("y", a.shape(), t);
-  p.cb("a_cb", br, bc, t).cb("b_cb", br, bc, t).cb("c_cb", 1, bc, t).cb("y_cb", br, bc, t);
-  if (!rows) p.cb("tc_cb", 1, bc, DType::F32, 1);
-  p.constant("BR", br).constant("BC", bc).runtime_args({"start", "count"});
-  auto w = split_work(rows ? RT / br : CT / bc, cores);
-  for (int k = 0; k < cores; k++) p.set_runtime_args(k, {w[k].start, w[k].count});
+  Program p = ops::mul_add_tanh_program(a, b, c, split, cores);
   p.run();
   return p.result("y");
 }

@@ -1,6 +1,7 @@
 // Shape helpers shared by the host entry points of shipped kernels (src/tile/ops): the 2D view a
-// kernel sees, tile counts, and block sizes that divide a tile count.
+// kernel sees, tile counts, and block sizes that divide a tile count and keep the CBs in budget.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -17,11 +18,25 @@ inline std::pair<int64_t, int64_t> view2d(const Tensor& t) {
 
 inline int64_t tiles(int64_t n) { return (n + kTileSize - 1) / kTileSize; }
 
-// The largest of max_block, max_block / 2, ..., 1 that divides n tiles.
-inline int block_dividing(int64_t n, int max_block) {
-  int b = max_block;
-  while (b > 1 && n % b != 0) b /= 2;
-  return b;
+// Shipped kernels size their blocks so that their CBs take at most this much memory per core
+// (Program::cb_bytes): 208 KB, about 90% of what a core may have (Program::cb_bytes_limit: 227 KB
+// of shared memory per thread block on an H100 or H200, less the runtime's own state). Streamed
+// rows want large chunks: every chunk costs each role a few CB operations (and on the CPU, with
+// chunks of 2 tiles, a layernorm takes about twice as long as with whole rows).
+inline constexpr int64_t kCBBudget = 208 * 1024;
+
+// The largest block b <= max_block tiles dividing n tiles for which the CBs that declare(p, b)
+// declares on a scratch program p fit kCBBudget; 1 when none does (the launch then says whether
+// 1 fits the hard limit).
+template <class Declare>
+int block_within_budget(int64_t n, int max_block, Declare declare) {
+  for (int b = static_cast<int>(std::min<int64_t>(n, max_block)); b > 1; b--) {
+    if (n % b != 0) continue;
+    Program p("cb_budget", "", Grid::cores(1));
+    declare(p, b);
+    if (p.cb_bytes() <= kCBBudget) return b;
+  }
+  return 1;
 }
 
 }  // namespace kiln::tile::ops
