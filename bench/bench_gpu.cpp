@@ -108,8 +108,7 @@ void copy_bandwidth() {
 
 void g1() {
   int64_t R = 8192, C = 8192;
-  Tensor a = rnd({R, C}, {.device = gpu}), b = rnd({R, C}, {.device = gpu}),
-         c = rnd({1, C}, {.device = gpu});
+  Tensor a = rnd({R, C}, {.device = gpu}), b = rnd({R, C}, {.device = gpu}), c = rnd({1, C}, {.device = gpu});
   auto f = [&] { return a * b + c.tanh(); };
   Tensor small = (a.slice(0, 0, 64) * b.slice(0, 0, 64) + c.tanh()).to(Device::cpu());
   Tensor ref =
@@ -206,28 +205,54 @@ Timing time_wall(const std::function<void()>& fn, int reps = 20, int warmup = 3)
   return {wall[wall.size() / 2], wall[wall.size() / 2]};
 }
 
-void tile_kernels() {
+void tile_layernorm(int64_t N, int64_t C, bool fwdbwd) {
   int cores = 264;
-  int64_t N = 32768, C = 768;
-  Tensor x = rnd({N, C}, {.device = gpu}), w = rnd({C}, {.device = gpu}),
-         bb = rnd({C}, {.device = gpu}), dy = rnd({N, C}, {.device = gpu});
+  Tensor x = rnd({N, C}, {.device = gpu}), w = rnd({C}, {.device = gpu}), bb = rnd({C}, {.device = gpu}),
+         dy = rnd({N, C}, {.device = gpu});
+  std::string shape = std::to_string(N) + "x" + std::to_string(C) + "_f32_tile";
   auto f = tile::layernorm_forward(x, w, bb, 1e-5, cores);
-  Tensor ref =
-      F::layer_norm(x.slice(0, 0, 16).to(Device::cpu()), {C}, w.to(Device::cpu()), bb.to(Device::cpu()));
-  check("G2 tile", rel_err(f.out.slice(0, 0, 16).to(Device::cpu()), ref), 1e-5);
-  report("G2", "layernorm_fwd_32768x768_f32_tile",
-         time_wall([&] { tile::layernorm_forward(x, w, bb, 1e-5, cores); }), 2.0 * N * C * 4, 0, 1);
+  if (fwdbwd) {
+    Tensor ref =
+        F::layer_norm(x.slice(0, 0, 16).to(Device::cpu()), {C}, w.to(Device::cpu()), bb.to(Device::cpu()));
+    check("G2 tile", rel_err(f.out.slice(0, 0, 16).to(Device::cpu()), ref), 1e-5);
+    report("G2", ("layernorm_fwd_" + shape).c_str(),
+           time_wall([&] { tile::layernorm_forward(x, w, bb, 1e-5, cores); }), 2.0 * N * C * 4, 0, 1);
+  }
+  // the weight-gradient strategies against each other: backward alone (reads x, dy; writes dx),
+  // and with the forward (G3)
   for (auto [strategy, name, grid] :
-       {std::tuple{tile::WeightGrads::OverColumns, "cols", tile::Grid::cores(cores)},
+       {std::tuple{tile::WeightGrads::SingleCore, "single", tile::Grid::cores(1)},
+        std::tuple{tile::WeightGrads::OverColumns, "cols", tile::Grid::cores(cores)},
         std::tuple{tile::WeightGrads::OverRows, "rows_grid", tile::Grid::grid2d(8, 16)}}) {
+    if (strategy == tile::WeightGrads::SingleCore && N * C > (int64_t{1} << 23)) {
+      // one core for the whole backward: run once, timed, as the reference point
+      auto t0 = std::chrono::steady_clock::now();
+      tile::layernorm_backward(dy, x, w, f.mean, f.rstd, Tensor(), Tensor(), strategy, grid);
+      synchronize(gpu);
+      double ms = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3;
+      report("G3", ("layernorm_bwd_" + shape + "_" + name).c_str(), {ms, ms}, 3.0 * N * C * 4, 0, 1);
+      continue;
+    }
+    auto bwd = [&] {
+      tile::layernorm_backward(dy, x, w, f.mean, f.rstd, Tensor(), Tensor(), strategy, grid);
+    };
+    bwd();
+    report("G3", ("layernorm_bwd_" + shape + "_" + name).c_str(), time_wall(bwd, 10, 2), 3.0 * N * C * 4, 0,
+           1);
+    if (!fwdbwd || strategy == tile::WeightGrads::SingleCore) continue;
     auto fb = [&] {
       auto fw = tile::layernorm_forward(x, w, bb, 1e-5, cores);
       tile::layernorm_backward(dy, x, w, fw.mean, fw.rstd, Tensor(), Tensor(), strategy, grid);
     };
-    fb();
-    report("G3", (std::string("layernorm_fwdbwd_32768x768_f32_tile_") + name).c_str(), time_wall(fb, 10, 2),
-           5.0 * N * C * 4, 0, 2);
+    report("G3", ("layernorm_fwdbwd_" + shape + "_" + name).c_str(), time_wall(fb, 10, 2), 5.0 * N * C * 4, 0,
+           2);
   }
+}
+
+void tile_kernels() {
+  int cores = 264;
+  tile_layernorm(32768, 768, true);
+  tile_layernorm(8192, 4096, false);
   {  // last: its row split may not fit a block's shared memory
     int64_t R = 8192, C = 8192;
     Tensor a = rnd({R, C}, {.device = gpu}), b = rnd({R, C}, {.device = gpu}),
