@@ -326,9 +326,11 @@ TEST_F(Cuda, JitTrainingStepReplaysAsCudaGraphs) {
   if (!settings().cuda_graph) GTEST_SKIP() << "KILN_CUDA_GRAPH=0";
   Replays r = expect_jit_training_matches_eager(20, 32, 16, 0, 10);
   EXPECT_EQ(r.graphs, r.replays) << "every replay runs as one graph";
-  // new batches are copied into the step's input buffers and the state alternates between two sets
-  // of buffers: the graphs are recorded on the first replays only
-  EXPECT_LE(r.captures, 2) << r.replays << " replays";
+  // new batches are copied into the step's input buffers and results take buffers nothing holds
+  // any more (the state settles into a cycle within three replays): the graphs are recorded on the
+  // first replays only
+  EXPECT_LE(r.captures, 3) << r.replays << " replays";
+  EXPECT_GE(r.replays, 7);
 }
 
 TEST_F(Cuda, JitStepWithLibraryMatmulsReplaysAsCudaGraphs) {
