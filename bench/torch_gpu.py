@@ -122,6 +122,11 @@ class GPT(nn.Module):
         s.ln_f = nn.LayerNorm(C)
         s.head = nn.Linear(C, V, bias=False)
         s.head.weight = s.wte.weight  # tied, as GPT-2
+        for m in s.modules():  # GPT-2's initialization (as kiln's nn::GPT)
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, 0.0, 0.02)
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                nn.init.zeros_(m.bias)
 
     def forward(s, idx, tgt):
         x = s.wte(idx) + s.wpe(torch.arange(idx.shape[1], device=idx.device))
