@@ -225,4 +225,15 @@ void expect_gradients_match(const std::function<Tensor(const std::vector<Tensor>
   }
 }
 
+Tensor gpt_attention(const Tensor& qkv, int64_t heads) {
+  int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, D = C / heads;
+  auto head = [&](int64_t j) {
+    return qkv.slice(2, j * C, (j + 1) * C).reshape({B, T, heads, D}).transpose(1, 2);
+  };
+  Tensor i = arange(T, {.device = qkv.device()});
+  Tensor att = (head(0).matmul(head(1).transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D))))
+                   .masked_fill(i.unsqueeze(1) < i.unsqueeze(0), -INFINITY);
+  return att.softmax(-1).matmul(head(2)).transpose(1, 2).reshape({B, T, C});
+}
+
 }  // namespace kiln::testing

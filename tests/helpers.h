@@ -40,4 +40,9 @@ void expect_gradients_match(const std::function<Tensor(const std::vector<Tensor>
 // Compares the values of t (realizing it) to `want`, with the same rules.
 bool expect_values(const Tensor& t, const std::vector<double>& want, double rtol = 0, double atol = 0);
 
+// Causal self-attention as a GPT block writes it, over a (B, T, 3C) projection: q, k and v are
+// strided views of it, scaled scores are masked and softmaxed around the two matmuls. Returns
+// (B, T, C).
+Tensor gpt_attention(const Tensor& qkv, int64_t heads);
+
 }  // namespace kiln::testing

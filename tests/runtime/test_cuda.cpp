@@ -164,13 +164,7 @@ TEST_F(Cuda, FusedMatmulsRunInTheGemmLibrary) {
   int64_t B = 2, H = 4, T = 256, D = 64, C = H * D;
   Tensor qkv = on_gpu({B, T, 3 * C}, DType::F32, -1, 1, 30);
   qkv.requires_grad_();
-  auto head = [&](int64_t j) {
-    return qkv.slice(2, j * C, (j + 1) * C).reshape({B, T, H, D}).transpose(1, 2);
-  };
-  Tensor i = arange(T, {.device = gpu});
-  Tensor att = (head(0).matmul(head(1).transpose(-2, -1)) * 0.125)
-                   .masked_fill(i.unsqueeze(1) < i.unsqueeze(0), -INFINITY);
-  Tensor y = att.softmax(-1).matmul(head(2)).transpose(1, 2).reshape({B, T, C});
+  Tensor y = kiln::testing::gpt_attention(qkv, H);
   Tensor dqkv = grad({y}, {qkv}, {on_gpu({B, T, C}, DType::F32, -1, 1, 31)})[0];
   int64_t before = stats().gemm_launches;
   realize({y, dqkv});

@@ -328,14 +328,7 @@ TEST(MatchMatmul, LibraryGemmSplitsMatmulsOutOfFusedKernels) {
   int64_t B = 2, H = 4, T = 256, D = 64, C = H * D;
   Tensor qkv = random_tensor({B, T, 3 * C}, DType::F32, -1, 1, 1);
   qkv.requires_grad_();
-  auto head = [&](int64_t j) {
-    return qkv.slice(2, j * C, (j + 1) * C).reshape({B, T, H, D}).transpose(1, 2);
-  };
-  Tensor q = head(0), k = head(1), v = head(2);
-  Tensor i = arange(T);
-  Tensor att =
-      (q.matmul(k.transpose(-2, -1)) * 0.125).masked_fill(i.unsqueeze(1) < i.unsqueeze(0), -INFINITY);
-  Tensor y = att.softmax(-1).matmul(v).transpose(1, 2).reshape({B, T, C});
+  Tensor y = gpt_attention(qkv, H);
   Tensor dqkv = grad({y}, {qkv}, {random_tensor({B, T, C}, DType::F32, -1, 1, 2)})[0];
   EXPECT_EQ(library_gemms({y, dqkv}, false), 0);
   // with the library: the two forward matmuls and the four of the backward
