@@ -53,7 +53,9 @@ struct JitOptions {
 // such as Optimizer::step_count) happen only on the calls that run it.
 //
 // On CUDA a replay runs as one CUDA graph, captured for the buffers the replay binds and updated in
-// place when they change (KILN_CUDA_GRAPH=0: each kernel is launched; docs/architecture.md).
+// place when they change (KILN_CUDA_GRAPH=0: each kernel is launched; docs/architecture.md). They
+// rarely change: each call's inputs are copied into the step's own buffers, and results reuse
+// buffers nothing holds any more, so a training step records its graph on its first replays.
 class Jit {
  public:
   using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
