@@ -29,8 +29,9 @@ namespace {
 const char* kFlags =
     "-O3 -march=native -fopenmp-simd -fno-tree-partial-pre -fPIC -shared -fwrapv -fno-math-errno -std=gnu11 "
     "-w";
-// Tile kernels: C++20 against include/kiln/tile/kernel.h; -O2 keeps run-time compiles short.
-const char* kCxxFlags = "-O2 -march=native -fPIC -shared -fno-math-errno -std=c++20 -w";
+// Tile kernels: C++20 against include/kiln/tile/kernel.h. -O3: 5-15% faster tile layernorm than -O2
+// on 2 cores (bench_tile_kernels), with the tile tests no slower to compile.
+const char* kCxxFlags = "-O3 -march=native -fPIC -shared -fno-math-errno -std=c++20 -w";
 
 const char* flags(Language lang) { return lang == Language::C ? kFlags : kCxxFlags; }
 
