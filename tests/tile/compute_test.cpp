@@ -93,16 +93,9 @@ std::vector<float> matmul_ref(const Tensor& a, const Tensor& b, int M, int K, in
   return y;
 }
 
-// The shipped matmul kernel on `cores` cores (blocks of bm x bk, bk x bn, bm x bn tiles).
+// The shipped matmul kernel on `cores` cores, run.
 Tensor run_matmul(const Tensor& a, const Tensor& b, int cores, int bm, int bk, int bn, DType t) {
-  int64_t M = a.size(0), N = b.size(1);
-  Program p = Program::from_library("matmul/matmul.cpp", Grid::cores(cores));
-  p.input("a", a).input("b", b).output("y", {M, N}, t);
-  p.cb("a_cb", bm, bk, t).cb("b_cb", bk, bn, t).cb("y_cb", bm, bn, t);
-  p.constant("BM", bm).constant("BK", bk).constant("BN", bn);
-  p.runtime_args({"start", "count"});
-  auto w = tile::split_work((M / 32 / bm) * (N / 32 / bn), cores);
-  for (int c = 0; c < cores; c++) p.set_runtime_args(c, {w[c].start, w[c].count});
+  Program p = matmul_program(a, b, cores, bm, bk, bn, t);
   p.run();
   return p.result("y");
 }

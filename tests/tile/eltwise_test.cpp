@@ -17,16 +17,6 @@ std::vector<float> add_ref(const Tensor& a, const Tensor& b) {
   return x;
 }
 
-// The shipped add kernel over a (rows x cols)-element tensor pair, blocks of br x bc tiles.
-Program add_program(const Tensor& a, const Tensor& b, int cores, int br, int bc, DType t = DType::F32) {
-  Program p = Program::from_library("eltwise/add.cpp", Grid::cores(cores));
-  p.input("a", a).input("b", b).output("y", a.shape(), t);
-  p.cb("a_cb", br, bc, t).cb("b_cb", br, bc, t).cb("y_cb", br, bc, t);
-  p.constant("block_rows", br).constant("block_cols", bc);
-  p.runtime_args({"row0", "rows", "col0", "cols"});
-  return p;
-}
-
 TEST(TileWorkSplit, SplitsEvenlyAndLeavesExtraCoresIdle) {
   auto w = tile::split_work(10, 4);
   ASSERT_EQ(w.size(), 4u);

@@ -2,6 +2,7 @@
 // after pop, compute before the DMA completed, push before the DMA wait, leftover blocks,
 // out-of-range slices, slice/block shape mismatch, multicast on a plain core count, CBs too large
 // for a core's shared memory on the GPU (checked on the CPU too).
+#include "example_kernels.h"
 #include "tile/tile_helpers.h"
 
 namespace kiln::testing {
@@ -27,18 +28,7 @@ void writer() {
 
 TEST(TileErrors, DeadlockReportsEveryBlockedOperationWithItsLine) {
   // the reader pushes one block, compute waits for two
-  std::string src = std::string(R"(
-void reader() {
-  auto xb = x_cb.scoped_reserve();
-  dma(x.slice(0, 0), xb).wait();
-}
-void compute() {
-  auto a = x_cb.scoped_wait();
-  auto b = x_cb.scoped_wait();  // BLOCKS
-  auto yb = y_cb.scoped_reserve();
-  yb.store(a + b);
-}
-)") + kWriter;
+  std::string src = std::string(tile_examples::kDeadlock) + kWriter;
   std::string err = run_error("deadlock", src);
   EXPECT_NE(err.find("deadlock in kernel 'deadlock'"), std::string::npos) << err;
   EXPECT_NE(err.find("core 0 compute: wait() on CB 'x_cb' (no block pushed) at deadlock.cpp:" +

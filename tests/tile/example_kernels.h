@@ -2,6 +2,9 @@
 #pragma once
 #include <string>
 
+#include "kiln/tile.h"
+#include "kiln/tile_ops.h"
+
 namespace kiln::tile_examples {
 
 inline const char* kBarrier = R"(
@@ -140,6 +143,45 @@ void writer() {
   dma(yb, y.slice(0, 0, y_cb.rows, y_cb.cols)).wait();
 }
 )";
+}
+
+// Waits for two blocks of x_cb while the reader pushes one: a deadlock (the line marked BLOCKS).
+inline const char* kDeadlock = R"(
+void reader() {
+  auto xb = x_cb.scoped_reserve();
+  dma(x.slice(0, 0), xb).wait();
+}
+void compute() {
+  auto a = x_cb.scoped_wait();
+  auto b = x_cb.scoped_wait();  // BLOCKS
+  auto yb = y_cb.scoped_reserve();
+  yb.store(a + b);
+}
+)";
+
+// The shipped add kernel over a tensor pair, blocks of br x bc tiles.
+inline tile::Program add_program(const Tensor& a, const Tensor& b, int cores, int br, int bc,
+                                 DType t = DType::F32) {
+  tile::Program p = tile::Program::from_library("eltwise/add.cpp", tile::Grid::cores(cores));
+  p.input("a", a).input("b", b).output("y", a.shape(), t);
+  p.cb("a_cb", br, bc, t).cb("b_cb", br, bc, t).cb("y_cb", br, bc, t);
+  p.constant("block_rows", br).constant("block_cols", bc);
+  p.runtime_args({"row0", "rows", "col0", "cols"});
+  return p;
+}
+
+// The shipped matmul kernel on `cores` cores (blocks of bm x bk, bk x bn, bm x bn tiles).
+inline tile::Program matmul_program(const Tensor& a, const Tensor& b, int cores, int bm, int bk, int bn,
+                                    DType t) {
+  int64_t M = a.size(0), N = b.size(1);
+  tile::Program p = tile::Program::from_library("matmul/matmul.cpp", tile::Grid::cores(cores));
+  p.input("a", a).input("b", b).output("y", {M, N}, t);
+  p.cb("a_cb", bm, bk, t).cb("b_cb", bk, bn, t).cb("y_cb", bm, bn, t);
+  p.constant("BM", bm).constant("BK", bk).constant("BN", bn);
+  p.runtime_args({"start", "count"});
+  auto w = tile::split_work((M / 32 / bm) * (N / 32 / bn), cores);
+  for (int c = 0; c < cores; c++) p.set_runtime_args(c, {w[c].start, w[c].count});
+  return p;
 }
 
 }  // namespace kiln::tile_examples

@@ -36,27 +36,6 @@ Tensor on(const Tensor& t, Device d) {
   return r;
 }
 
-Program add_program(const Tensor& a, const Tensor& b, int cores, int br, int bc, DType t) {
-  Program p = Program::from_library("eltwise/add.cpp", Grid::cores(cores));
-  p.input("a", a).input("b", b).output("y", a.shape(), t);
-  p.cb("a_cb", br, bc, t).cb("b_cb", br, bc, t).cb("y_cb", br, bc, t);
-  p.constant("block_rows", br).constant("block_cols", bc);
-  p.runtime_args({"row0", "rows", "col0", "cols"});
-  return p;
-}
-
-Program matmul_program(const Tensor& a, const Tensor& b, int cores, int bm, int bk, int bn, DType t) {
-  int64_t M = a.size(0), N = b.size(1);
-  Program p = Program::from_library("matmul/matmul.cpp", Grid::cores(cores));
-  p.input("a", a).input("b", b).output("y", {M, N}, t);
-  p.cb("a_cb", bm, bk, t).cb("b_cb", bk, bn, t).cb("y_cb", bm, bn, t);
-  p.constant("BM", bm).constant("BK", bk).constant("BN", bn);
-  p.runtime_args({"start", "count"});
-  auto w = tile::split_work((M / 32 / bm) * (N / 32 / bn), cores);
-  for (int c = 0; c < cores; c++) p.set_runtime_args(c, {w[c].start, w[c].count});
-  return p;
-}
-
 struct Case {
   std::string name;
   std::vector<std::string> outputs;
@@ -350,17 +329,7 @@ TEST(TileCuda, SecondLaunchCompilesNothing) {
 
 TEST(TileCuda, DeadlockIsReportedByTheWatchdog) {
   KILN_REQUIRE_GPU();
-  std::string src = R"(
-void reader() {
-  auto xb = x_cb.scoped_reserve();
-  dma(x.slice(0, 0), xb).wait();
-}
-void compute() {
-  auto a = x_cb.scoped_wait();
-  auto b = x_cb.scoped_wait();  // BLOCKS
-  auto yb = y_cb.scoped_reserve();
-  yb.store(a + b);
-}
+  std::string src = std::string(kDeadlock) + R"(
 void writer() {
   auto yb = y_cb.scoped_wait();
   dma(yb, y.slice(0, 0)).wait();
