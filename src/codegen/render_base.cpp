@@ -67,7 +67,7 @@ std::string literal(const Inst& in) {
 }
 
 void RendererBase::def(int i, const std::string& prefix, const std::string& expr) {
-  names_[static_cast<size_t>(i)] = prefix + std::to_string(i);
+  names_[static_cast<size_t>(i)] = prefix + std::to_string(i) + suffix_;
   out(std::string(value_type(p_.insts[static_cast<size_t>(i)].dtype)) + " " + v(i) + " = " + expr + ";");
 }
 

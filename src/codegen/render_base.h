@@ -49,6 +49,7 @@ class RendererBase {
 
   const Program& p_;
   std::vector<std::string> names_;
+  std::string suffix_;  // appended to the names def() gives (a lane's copy of a value: "_2")
   std::ostringstream os_;
   int indent_ = 0;
 };

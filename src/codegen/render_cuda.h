@@ -9,6 +9,9 @@
 //   over rows, a bias gradient): one thread per output, so a warp's loads are coalesced, and the
 //   reduce cut into `split` chunks along gridDim.y; the last block of each column of blocks to
 //   finish combines the chunks' partial results in chunk order.
+// Lanes: a thread takes 4 consecutive values of the innermost output loop (Elementwise) or of each
+// loop split over a block's threads (BlockReduce), so a contiguous load or store of 4 such values is
+// one vector access (16 bytes for f32) and each thread has 4 independent loads in flight.
 // A row that several loops of a BlockReduce kernel read (a softmax's max, sum and output; a layer
 // norm's statistics and output) is read from memory once: the first loop keeps it in shared memory.
 #pragma once
@@ -32,6 +35,12 @@ struct CudaLaunch {
   // BlockReduce: dynamic shared memory for rows that several of the block's loops read (read from
   // memory once, by the first loop; see render_cuda.cpp)
   int64_t smem_bytes = 0;
+  // BlockReduce: bytes of rows a block reads from memory more than once (past the shared-memory
+  // budget); the launch runs few enough blocks at once for L2 to hold them all
+  int64_t reread_bytes = 0;
+  // Consecutive values a thread takes of a laned loop (see above); Elementwise: outputs per step of
+  // the grid-stride loop. Over 1, the kernel's buffers must be 16-byte aligned.
+  int lanes = 1;
 };
 
 struct CudaKernel {
@@ -40,6 +49,10 @@ struct CudaKernel {
 };
 
 CudaKernel render_cuda(const Program& p);
+// Shared memory a block may use for cached rows: the device's per-block opt-in limit, less what the
+// kernels' own reductions take (set when a device context is created; 48 KB before). Returns the
+// budget it replaces.
+int64_t set_row_cache_budget(int64_t bytes);
 const char* cuda_prelude();  // types, half conversions and block reductions shared by all kernels
 
 }  // namespace kiln::codegen

@@ -74,7 +74,8 @@ Device Tensor::device() const {
 Tensor Tensor::to(Device d) const {
   if (device() == d) return *this;
   const NodeRef& n = node();
-  if (n->device < 0 && !n->buffer) {  // constants: computed where they are wanted
+  if (n->op == ir::Op::CONST && !n->buffer) return Tensor(ir::pinned_const(n, static_cast<int8_t>(d.code())));
+  if (n->device < 0 && !n->buffer) {  // constant graphs: computed where they are wanted
     runtime::realize({n}, d);
     // the constant node is shared (hash-consed) with graphs on other devices: take its buffer away
     std::shared_ptr<Buffer> b = std::move(n->buffer);

@@ -33,6 +33,7 @@ uint64_t content_hash(const Node& n) {
   std::memcpy(&fb, &n.fval, 8);
   h = mix(h, fb);
   for (auto& s : n.src) h = mix(h, s->hash);
+  if (n.op == Op::CONST) h = mix(h, static_cast<uint64_t>(n.device + 1));
   return h;
 }
 
@@ -40,7 +41,7 @@ bool same_content(const Node& a, const Node& b) {
   if (a.op != b.op || a.dtype != b.dtype || a.shape != b.shape || a.arg != b.arg ||
       a.src.size() != b.src.size())
     return false;
-  if (std::memcmp(&a.fval, &b.fval, 8) != 0) return false;
+  if (std::memcmp(&a.fval, &b.fval, 8) != 0 || a.device != b.device) return false;
   for (size_t i = 0; i < a.src.size(); i++)
     if (a.src[i].get() != b.src[i].get()) return false;
   return true;
@@ -89,8 +90,10 @@ std::string Node::str() const {
   return os.str();
 }
 
-NodeRef make(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vector<int64_t> arg,
-             double fval) {
+namespace {
+
+NodeRef make_on(int8_t device, Op op, DType dtype, Shape shape, std::vector<NodeRef> src,
+                std::vector<int64_t> arg, double fval) {
   auto n = std::make_shared<Node>();
   n->op = op;
   n->dtype = dtype;
@@ -98,8 +101,8 @@ NodeRef make(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vec
   n->src = std::move(src);
   n->arg = std::move(arg);
   n->fval = fval;
+  n->device = op == Op::BUFFER ? static_cast<int8_t>(n->arg.size() > 1 ? n->arg[1] : 0) : device;
   n->hash = content_hash(*n);
-  n->device = op == Op::BUFFER ? static_cast<int8_t>(n->arg.size() > 1 ? n->arg[1] : 0) : -1;
   for (auto& s : n->src) {
     if (s->device < 0 || s->device == n->device) continue;
     if (n->device >= 0) {
@@ -130,6 +133,18 @@ NodeRef make(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vec
     t.inserts_since_sweep = 0;
   }
   return n;
+}
+
+}  // namespace
+
+NodeRef make(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vector<int64_t> arg,
+             double fval) {
+  return make_on(-1, op, dtype, std::move(shape), std::move(src), std::move(arg), fval);
+}
+
+NodeRef pinned_const(const NodeRef& c, int8_t device) {
+  if (c->op != Op::CONST) throw Error("kiln.pinned_const: " + c->str() + " is not a constant");
+  return make_on(device, Op::CONST, c->dtype, c->shape, {}, c->arg, c->fval);
 }
 
 size_t live_nodes() {

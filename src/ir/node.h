@@ -46,6 +46,10 @@ struct Node {
 // Creates (or finds) the unique node with this content.
 NodeRef make(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vector<int64_t> arg = {},
              double fval = 0);
+// A CONST that belongs to a device (a code of Device::code()) without being computed: zeros_like of
+// a GPU tensor stays a constant the kernels fold, not a buffer filled on the GPU. Other nodes take
+// their device from their sources; BUFFERs carry theirs in arg.
+NodeRef pinned_const(const NodeRef& c, int8_t device);
 
 // Scalars and helpers used by every pass.
 NodeRef const_int(int64_t v, DType t = DType::I64, Shape shape = {});

@@ -169,19 +169,21 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
   stats().arena_no_reuse_bytes += static_cast<int64_t>(plan.no_reuse_bytes);
   auto t1 = std::chrono::steady_clock::now();
 
-  bool profile = settings().profile && !sched.kernels.empty();
-  auto p0 = std::chrono::steady_clock::now();
-  if (profile && device.is_cuda()) cuda::timer_start(device.index);
+  // Every launch is prepared first, so the launches queue back to back (and a profile times the
+  // device, not the host's preparation).
   for (auto& n : sched.empty) n->buffer = std::make_shared<Buffer>(n->dtype, 0, device);
+  std::vector<Launch> launches;
+  std::vector<std::vector<void*>> args;
+  std::vector<int64_t> bytes;
   for (size_t i = 0; i < sched.kernels.size(); i++) {
     const auto& k = sched.kernels[i];
     const auto& p = lowered[i]->program;
     const std::vector<std::shared_ptr<Buffer>>& outs = buffers.outs[i];
     std::vector<void*> bufs;
-    int64_t bytes = 0;
+    int64_t nbytes = 0;
     for (auto& o : outs) {
       bufs.push_back(o->data);
-      bytes += static_cast<int64_t>(o->nbytes());
+      nbytes += static_cast<int64_t>(o->nbytes());
     }
     for (auto& in : k.inputs) {
       if (in->buffer->device != device)
@@ -189,7 +191,7 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
                     shape_str(in->shape) + " " + dtype_name(in->dtype) + " buffer on " +
                     in->buffer->device.str() + "; move it with .to(" + device.str() + ")");
       bufs.push_back(in->buffer->data);
-      bytes += static_cast<int64_t>(in->buffer->nbytes());
+      nbytes += static_cast<int64_t>(in->buffer->nbytes());
     }
     Launch launch = runners[i];
     launch.parallel = launch.parallel && p.flops + static_cast<double>(k.outputs[0]->numel()) >= 32768;
@@ -205,25 +207,38 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
                 << (p.outer_size > 1 && device.is_cpu() ? ", THREAD" : "")
                 << (launch.gemm ? ", cuBLASLt (the kernel is the fallback)" : "") << "\n";
     }
+    for (size_t o = 0; o < outs.size(); o++) k.outputs[o]->buffer = outs[o];  // later kernels' inputs
+    launches.push_back(std::move(launch));
+    args.push_back(std::move(bufs));
+    bytes.push_back(nbytes);
+  }
+  bool profile = settings().profile && !sched.kernels.empty();
+  auto p0 = std::chrono::steady_clock::now();
+  if (profile && device.is_cuda()) cuda::timer_start(device.index);
+  for (size_t i = 0; i < sched.kernels.size(); i++) {
+    const auto& k = sched.kernels[i];
+    const auto& p = lowered[i]->program;
+    const std::vector<std::shared_ptr<Buffer>>& outs = buffers.outs[i];
     if (LaunchObserver* obs = launch_observer()) {
       std::vector<std::shared_ptr<Buffer>> ins;
       for (auto& in : k.inputs) ins.push_back(in->buffer);
-      obs->launched(launch, outs, ins);
+      obs->launched(launches[i], outs, ins);
     }
     if (settings().debug >= 2) synchronize(device);  // time this kernel alone
     auto k0 = std::chrono::steady_clock::now();
-    launcher(device).launch(launch, bufs.data());
-    if (settings().debug >= 2) synchronize(device);
-    auto k1 = std::chrono::steady_clock::now();
+    launcher(device).launch(launches[i], args[i].data());
     if (settings().debug >= 2) {
-      double s = std::chrono::duration<double>(k1 - k0).count();
+      synchronize(device);
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - k0).count();
       std::fprintf(stderr, "kiln:   %-28s %9.3f ms %9.2f GB/s %9.2f GFLOP/s\n", p.name.c_str(), s * 1e3,
-                   static_cast<double>(bytes) / s * 1e-9, p.flops / s * 1e-9);
+                   static_cast<double>(bytes[i]) / s * 1e-9, p.flops / s * 1e-9);
     }
-    for (size_t o = 0; o < outs.size(); o++) {
-      if (settings().validate) validate(k.outputs[o], p, outs[o]);
-      k.outputs[o]->buffer = outs[o];
-    }
+    if (settings().validate)
+      for (size_t o = 0; o < outs.size(); o++) {  // against the graph, not the buffer just written
+        k.outputs[o]->buffer.reset();
+        validate(k.outputs[o], p, outs[o]);
+        k.outputs[o]->buffer = outs[o];
+      }
   }
   if (profile)
     stats().device_ms +=

@@ -39,6 +39,42 @@ TEST(RenderCuda, ElementwiseIsAGridStrideLoop) {
   EXPECT_FALSE(has(k.source, "__syncthreads")) << k.source;
 }
 
+TEST(RenderCuda, ContiguousAccessesAreVectorsOfFourLanes) {
+  Tensor a = kiln::testing::random_tensor({64, 100}, DType::F32, -1, 1, 1);
+  Tensor b = kiln::testing::random_tensor({64, 100}, DType::F32, -1, 1, 2);
+  Tensor c = kiln::testing::random_tensor({1, 100}, DType::F32, -1, 1, 3);
+  auto k = lower_all(a * b + c.tanh())[0];
+  EXPECT_EQ(k.launch.lanes, 4);
+  // a, b and the broadcast row c: one 16-byte load each; the output: one 16-byte store
+  EXPECT_EQ(count(k.source, "const kiln_v4<float> vec"), 3) << k.source;
+  EXPECT_EQ(count(k.source, "*(kiln_v4<float>*)(data0 + "), 1) << k.source;
+  EXPECT_TRUE(has(k.source, "t += (int64_t)gridDim.x * blockDim.x * 4")) << k.source;
+  EXPECT_TRUE(has(k.source, "tanh") || has(k.source, "exp")) << k.source;
+  // a transposed operand moves by a row per lane: four loads, the store stays one vector
+  auto t = lower_all(a.slice(0, 0, 64).t().contiguous().t() + b)[0];  // non-trivial view
+  auto tr = lower_all(kiln::testing::random_tensor({100, 64}, DType::F32, -1, 1, 4).t() * b)[0];
+  EXPECT_EQ(tr.launch.lanes, 4);
+  EXPECT_EQ(count(tr.source, "const kiln_v4<float> vec"), 1) << tr.source;
+  EXPECT_EQ(count(tr.source, "*(kiln_v4<float>*)(data0 + "), 1) << tr.source;
+  // halves: 4 lanes of 2 bytes
+  auto h = lower_all(a.to(DType::BF16) * 2.0)[0];
+  EXPECT_TRUE(has(h.source, "kiln_v4<uint16_t>")) << h.source;
+  // a row not a multiple of 4, or a view that starts off a multiple of 4, keeps scalar accesses
+  auto odd = lower_all(a.slice(1, 0, 99) * 2.0)[0];
+  EXPECT_EQ(odd.launch.lanes, 1);
+  EXPECT_FALSE(has(odd.source, "kiln_v4")) << odd.source;
+  auto off = lower_all(a.slice(1, 1, 97) * 2.0)[0];
+  EXPECT_FALSE(has(off.source, "const kiln_v4")) << off.source;
+  // a long row's loops: each thread takes 4 consecutive elements
+  Tensor x = kiln::testing::random_tensor({16, 50304}, DType::F32, -1, 1, 5);
+  auto r = lower_all(x - x.max(1, true))[0];
+  EXPECT_EQ(r.launch.kind, codegen::CudaLaunch::Kind::BlockReduce);
+  EXPECT_EQ(r.launch.lanes, 4);
+  EXPECT_EQ(count(r.source, "threadIdx.x * 4"), 2) << r.source;
+  EXPECT_EQ(count(r.source, "const kiln_v4<float> vec"), 2) << r.source;
+  if (getenv("SHOW")) std::cerr << k.source << t.source << tr.source << h.source << off.source << r.source;
+}
+
 TEST(RenderCuda, LongRowsReduceOverABlock) {
   Tensor x = kiln::testing::random_tensor({32, 768}, DType::F32, -1, 1, 3);
   auto ks = lower_all(x.sum(1));
@@ -57,14 +93,27 @@ TEST(RenderCuda, RowsReadBySeveralLoopsStayInSharedMemory) {
   auto ks = lower_all(x - x.sum(1, true));
   ASSERT_EQ(ks.size(), 1u);
   EXPECT_EQ(ks[0].launch.smem_bytes, 8000 * 4);
-  EXPECT_EQ(count(ks[0].source, "kiln_smem + 0))["), 2) << ks[0].source;
-  EXPECT_EQ(count(ks[0].source, "data1["), 1) << ks[0].source;
-  // a row past the budget (48 KB) is read from memory by each loop
-  Tensor y = kiln::testing::random_tensor({2, 50304}, DType::F32, -1, 1, 9);
+  // each loop takes 4 lanes: the row is loaded as vectors, kept and read back lane by lane
+  EXPECT_EQ(count(ks[0].source, "kiln_smem + 0))["), 2 * 4) << ks[0].source;
+  EXPECT_EQ(count(ks[0].source, "*)(data1 + "), 1) << ks[0].source;
+  EXPECT_EQ(count(ks[0].source, "data1["), 0) << ks[0].source;
+  // a row past the budget (the block's shared memory) is read from memory by each loop, by one
+  // block of 1024 threads per SM at most, so that L2 keeps it between the loops
+  Tensor y = kiln::testing::random_tensor({2, 100000}, DType::F32, -1, 1, 9);
   auto big = lower_all(y - y.sum(1, true));
   ASSERT_EQ(big.size(), 1u);
   EXPECT_EQ(big[0].launch.smem_bytes, 0);
+  EXPECT_EQ(big[0].launch.reread_bytes, 400000);
+  EXPECT_EQ(big[0].launch.block, 1024);
   EXPECT_FALSE(has(big[0].source, "kiln_smem")) << big[0].source;
+  // with an H100's 227 KB a block, a 201 KB row (a GPT-2 vocabulary's logits) stays in shared memory
+  int64_t before = codegen::set_row_cache_budget(227 * 1024 - 1024);
+  Tensor z = kiln::testing::random_tensor({2, 50304}, DType::F32, -1, 1, 10);
+  auto vocab = lower_all(z - z.sum(1, true));
+  codegen::set_row_cache_budget(before);
+  EXPECT_EQ(vocab[0].launch.smem_bytes, 50304 * 4);
+  EXPECT_EQ(vocab[0].launch.block, 1024);
+  EXPECT_EQ(vocab[0].launch.reread_bytes, 0);
   // a row read by one loop only is not kept
   EXPECT_EQ(lower_all(x.sum(1))[0].launch.smem_bytes, 0);
 }

@@ -53,6 +53,38 @@ TEST(CudaDevice, UnavailableGivesAReason) {
   }
 }
 
+TEST(CudaDevice, ConstantsBelongToTheirDeviceUnrealized) {
+  Tensor z = zeros({2, 3}, {.device = Device::cuda()});
+  EXPECT_EQ(z.device(), Device::cuda());
+  EXPECT_EQ((z * 2.0).device(), Device::cuda());
+  EXPECT_EQ(z.to(Device::cpu()).device(), Device::cpu());
+  try {  // a device's constant meets a CPU tensor: the same error as for buffers, before any kernel
+    (z + random_tensor({2, 3}, DType::F32, 0, 1, 2)).realize();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("different devices"), std::string::npos) << m;
+    EXPECT_NE(m.find("cuda:0"), std::string::npos) << m;
+  }
+}
+
+TEST_F(Cuda, ConstantsLikeADeviceTensorAreFoldedNotFilled) {
+  Tensor x = on_gpu({64, 300}, DType::F32, -2, 2, 4);
+  int64_t k = stats().kernels_run;
+  Tensor y = x.relu().realize();  // maximum(x, zeros_like(x)): one kernel, no buffer of zeros
+  EXPECT_EQ(stats().kernels_run - k, 1);
+  EXPECT_EQ(y.to_vector<float>(), x.to(Device::cpu()).relu().to_vector<float>());
+  Tensor w = x.detach();
+  w.requires_grad_();
+  where(w > 0.5, w * 3.0, w).sum().backward();
+  k = stats().kernels_run;
+  w.grad().realize();
+  EXPECT_EQ(stats().kernels_run - k, 1);
+  auto g = w.grad().to_vector<float>();
+  auto xv = x.to_vector<float>();
+  for (size_t i = 0; i < g.size(); i++) ASSERT_EQ(g[i], xv[i] > 0.5f ? 3.f : 1.f) << i;
+}
+
 TEST_F(Cuda, RoundTripKeepsEveryDtype) {
   for (DType t :
        {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U8, DType::Bool}) {

@@ -5,13 +5,14 @@
 #include <mutex>
 #include <vector>
 
+#include "codegen/render_cuda.h"
 #include "kiln/error.h"
 
 namespace kiln::runtime::cuda {
 
 namespace {
 // CUdevice_attribute values
-constexpr int kAttrMaxThreadsPerBlock = 1, kAttrSharedPerBlockOptin = 97;
+constexpr int kAttrMaxThreadsPerBlock = 1, kAttrSharedPerBlockOptin = 97, kAttrL2CacheSize = 38;
 constexpr unsigned kStreamNonBlocking = 1;
 
 std::unique_ptr<Context> create(int ordinal) {
@@ -31,6 +32,8 @@ std::unique_ptr<Context> create(int ordinal) {
   check(c->api->cuStreamCreate(&c->stream, kStreamNonBlocking), "cuStreamCreate");
   c->api->cuDeviceGetAttribute(&c->max_threads_per_block, kAttrMaxThreadsPerBlock, dev);
   c->api->cuDeviceGetAttribute(&c->shared_per_block_optin, kAttrSharedPerBlockOptin, dev);
+  c->api->cuDeviceGetAttribute(&c->l2_bytes, kAttrL2CacheSize, dev);
+  codegen::set_row_cache_budget(std::max(48 * 1024, c->shared_per_block_optin - 1024));
   c->arch = "sm_" + std::to_string(c->info.major) + std::to_string(c->info.minor);
   return c;
 }

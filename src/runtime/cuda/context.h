@@ -16,6 +16,7 @@ struct Context {
   DeviceInfo info;
   int max_threads_per_block = 1024;
   int shared_per_block_optin = 48 * 1024;
+  int l2_bytes = 0;
   std::string arch;  // "sm_90"
 };
 

@@ -174,9 +174,18 @@ void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::
             CUdeviceptr scratch) {
   Context& c = context(ordinal);
   int64_t per_sm = l.kind == codegen::CudaLaunch::Kind::BlockReduce ? 2048 / l.block * 4 : 2048 / l.block * 2;
-  int64_t want = l.kind == codegen::CudaLaunch::Kind::BlockReduce ? l.work : (l.work + l.block - 1) / l.block;
+  int64_t want =
+      l.kind == codegen::CudaLaunch::Kind::BlockReduce ? l.work : (l.work / l.lanes + l.block - 1) / l.block;
+  if (l.lanes > 1)  // vector accesses: the allocator and the arena hand out 256-byte aligned blocks
+    for (void* b : bufs)
+      if (reinterpret_cast<uintptr_t>(b) % 16 != 0)
+        throw Error("kiln.cuda: a kernel with 16-byte vector accesses got a buffer at " +
+                    std::to_string(reinterpret_cast<uintptr_t>(b)) + ", not 16-byte aligned");
   if (l.smem_bytes > 0)  // as many blocks as the SM's shared memory holds (228 KB, 1 KB per block reserved)
     per_sm = std::max<int64_t>(1, std::min<int64_t>(per_sm, 228 * 1024 / (l.smem_bytes + 2048)));
+  if (l.reread_bytes > 0 && c.l2_bytes > 0)  // re-read rows come from L2 while half of it holds them
+    per_sm = std::min<int64_t>(
+        per_sm, std::max<int64_t>(1, c.l2_bytes / 2 / l.reread_bytes / c.info.multiprocessors));
   int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(want, per_sm * c.info.multiprocessors));
   std::vector<void*> params;
   params.reserve(bufs.size() + 1);
@@ -196,6 +205,17 @@ void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::
                                  static_cast<size_t>(l.scratch_bytes - l.counters_offset), c.stream),
           "cuMemsetD8Async");
     params.push_back(&scratch);
+  }
+  if (l.smem_bytes > 48 * 1024) {  // past the default limit: the function must opt in, once
+    static std::mutex mu;
+    static std::unordered_map<CUfunction, int64_t> opted;
+    std::lock_guard<std::mutex> lock(mu);
+    if (opted[f] < l.smem_bytes) {
+      constexpr int kAttrMaxDynamicShared = 8;
+      check(c.api->cuFuncSetAttribute(f, kAttrMaxDynamicShared, static_cast<int>(l.smem_bytes)),
+            "cuFuncSetAttribute(max dynamic shared memory)");
+      opted[f] = l.smem_bytes;
+    }
   }
   check(c.api->cuLaunchKernel(f, static_cast<unsigned>(blocks), grid_y, 1, static_cast<unsigned>(l.block), 1,
                               1, static_cast<unsigned>(l.smem_bytes), c.stream, params.data(), nullptr),
