@@ -218,14 +218,30 @@ class CudaRenderer : public RendererBase {
       for (size_t r : inner_)
         if (lane_size(r)) laned_.insert(r);
     }
+    // a laned loop holds no loop or accumulator of its own (they would need one per lane)
+    std::vector<size_t> open;
+    for (size_t i = 0; i < p_.insts.size(); i++) {
+      const Inst& in = p_.insts[i];
+      if ((in.op == Op::RANGE || in.op == Op::DEFINE_ACC) && !open.empty() && laned_.count(open.back()))
+        laned_.erase(open.back());
+      if (in.op == Op::RANGE) open.push_back(i);
+      if (in.op == Op::ENDRANGE) open.pop_back();
+    }
     lane_of_.assign(p_.insts.size(), -1);
     for (size_t i = 0; i < p_.insts.size(); i++) {
       const Inst& in = p_.insts[i];
       if (in.op == Op::RANGE) {
         if (laned_.count(i)) lane_of_[i] = static_cast<int>(i);
+        open.push_back(i);
         continue;
       }
-      if (in.op == Op::ENDRANGE) continue;
+      if (in.op == Op::ENDRANGE) {
+        open.pop_back();
+        continue;
+      }
+      // an accumulation in a laned loop happens once per lane, whatever it adds
+      if (accumulates(in) && !open.empty() && laned_.count(open.back()))
+        lane_of_[i] = static_cast<int>(open.back());
       for (int s : in.src) {
         int r = lane_of_[static_cast<size_t>(s)];
         // an accumulator's value after its loop is the same in every lane

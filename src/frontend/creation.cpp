@@ -3,6 +3,7 @@
 
 #include "frontend/graph.h"
 #include "kiln/tensor.h"
+#include "runtime/buffer.h"
 
 namespace kiln {
 
@@ -30,9 +31,11 @@ Tensor full(Shape s, Scalar v, std::optional<DType> dtype) {
 
 Tensor zeros(Shape s, TensorOptions o) { return place(full(std::move(s), 0.0, o.dtype), o.device); }
 Tensor ones(Shape s, TensorOptions o) { return place(full(std::move(s), 1.0, o.dtype), o.device); }
-Tensor zeros_like(const Tensor& t) { return place(full(t.shape(), 0.0, t.dtype()), t.device()); }
-Tensor ones_like(const Tensor& t) { return place(full(t.shape(), 1.0, t.dtype()), t.device()); }
-Tensor full_like(const Tensor& t, Scalar v) { return place(full(t.shape(), v, t.dtype()), t.device()); }
+Tensor zeros_like(const Tensor& t) { return place(full(t.shape(), 0.0, t.dtype()), frontend::own_device(t)); }
+Tensor ones_like(const Tensor& t) { return place(full(t.shape(), 1.0, t.dtype()), frontend::own_device(t)); }
+Tensor full_like(const Tensor& t, Scalar v) {
+  return place(full(t.shape(), v, t.dtype()), frontend::own_device(t));
+}
 
 Tensor arange(int64_t end, TensorOptions o) {
   if (end < 0) fail("arange", "end must be >= 0, got " + std::to_string(end));
@@ -58,7 +61,19 @@ Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions o) {
 }
 
 namespace frontend {
-Tensor place(const Tensor& t, std::optional<Device> d) { return !d || *d == default_device() ? t : t.to(*d); }
+// A constant given a device belongs to it (unrealized); other graphs move when it is not the default.
+Tensor place(const Tensor& t, std::optional<Device> d) {
+  if (d && t.node()->op == ir::Op::CONST)
+    return Tensor(ir::pinned_const(t.node(), static_cast<int8_t>(d->code())));
+  return !d || *d == default_device() ? t : t.to(*d);
+}
+
+std::optional<Device> own_device(const Tensor& t) {
+  int8_t code = t.node()->device;
+  if (code >= 0) return Device::from_code(code);
+  if (t.node()->buffer) return t.node()->buffer->device;
+  return std::nullopt;
+}
 }  // namespace frontend
 
 }  // namespace kiln

@@ -27,6 +27,8 @@ NodeRef ewise(Op op, std::vector<NodeRef> src, DType out);
 NodeRef binary(const std::string& name, Op op, NodeRef a, NodeRef b);
 // A tensor asked for on a device other than the default is made there at once.
 Tensor place(const Tensor& t, std::optional<Device> d);
+// The device a tensor belongs to, if any: constants of no device follow the tensors they meet.
+std::optional<Device> own_device(const Tensor& t);
 NodeRef reduce(Op rop, const NodeRef& x, std::vector<int64_t> axes);  // keepdim shape
 
 }  // namespace kiln::frontend

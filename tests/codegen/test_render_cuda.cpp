@@ -65,13 +65,20 @@ TEST(RenderCuda, ContiguousAccessesAreVectorsOfFourLanes) {
   EXPECT_FALSE(has(odd.source, "kiln_v4")) << odd.source;
   auto off = lower_all(a.slice(1, 1, 97) * 2.0)[0];
   EXPECT_FALSE(has(off.source, "const kiln_v4")) << off.source;
-  // a long row's loops: each thread takes 4 consecutive elements
+  // a long row's loops (past the shared-memory budget): each thread takes 4 consecutive elements
+  int64_t before = codegen::set_row_cache_budget(48 * 1024);
   Tensor x = kiln::testing::random_tensor({16, 50304}, DType::F32, -1, 1, 5);
   auto r = lower_all(x - x.max(1, true))[0];
+  codegen::set_row_cache_budget(before);
   EXPECT_EQ(r.launch.kind, codegen::CudaLaunch::Kind::BlockReduce);
   EXPECT_EQ(r.launch.lanes, 4);
   EXPECT_EQ(count(r.source, "threadIdx.x * 4"), 2) << r.source;
   EXPECT_EQ(count(r.source, "const kiln_v4<float> vec"), 2) << r.source;
+  // a value the same in every lane (a reduce over an expanded dim) is still added once per lane
+  Tensor e = kiln::testing::random_tensor({1, 17}, DType::F32, -1, 1, 6).expand({256, 17});
+  auto er = lower_all(e.sum(0))[0];
+  EXPECT_EQ(er.launch.lanes, 4);
+  EXPECT_EQ(count(er.source, " = acc"), 4 + 1) << er.source;  // an add per lane, the block's combine
   if (getenv("SHOW")) std::cerr << k.source << t.source << tr.source << h.source << off.source << r.source;
 }
 
