@@ -59,7 +59,7 @@ TEST(CudaDevice, ConstantsBelongToTheirDeviceUnrealized) {
   EXPECT_EQ((z * 2.0).device(), Device::cuda());
   EXPECT_EQ(z.to(Device::cpu()).device(), Device::cpu());
   try {  // a device's constant meets a CPU tensor: the same error as for buffers, before any kernel
-    (z + random_tensor({2, 3}, DType::F32, 0, 1, 2)).realize();
+    (z + random_tensor({2, 3}, DType::F32, 0, 1, 2).to(Device::cpu())).realize();
     FAIL() << "expected an error";
   } catch (const Error& e) {
     std::string m = e.what();
