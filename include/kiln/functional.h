@@ -86,6 +86,18 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
               bool log_target = false);
 
+// --- attention (src/frontend/attention.cpp) ---
+struct AttentionOptions {
+  std::optional<Tensor> attn_mask =
+      std::nullopt;        // bool (true: the key takes part) or float (added to the scores)
+  double dropout_p = 0.0;  // applied to the attention weights whenever above 0
+  bool is_causal = false;  // query i sees keys 0..i
+  std::optional<double> scale = std::nullopt;  // default 1 / sqrt(E)
+};
+// query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev); batch dims broadcast
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const AttentionOptions& options = {});
+
 }  // namespace kiln::nn::functional
 
 namespace kiln {

@@ -29,6 +29,13 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(int64_t e, int64_t h, bool bias, 
   realize(assigned);
 }
 
+F::AttentionOptions MultiheadAttentionImpl::attention_options() const {
+  F::AttentionOptions o;
+  o.dropout_p = is_training() ? dropout : 0.0;
+  o.is_causal = causal;
+  return o;
+}
+
 Tensor MultiheadAttentionImpl::forward(const Tensor& x) const {
   detail::need_float("MultiheadAttention", x);
   if (x.dim() != 3 || x.size(2) != embed_dim)
@@ -37,11 +44,9 @@ Tensor MultiheadAttentionImpl::forward(const Tensor& x) const {
   int64_t B = x.size(0), T = x.size(1), E = embed_dim, H = num_heads, D = E / H;
   auto qkv = in_proj(x).split(E, 2);
   auto heads = [&](const Tensor& t) { return t.reshape({B, T, H, D}).transpose(1, 2); };
-  Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
-  Tensor att = q.matmul(k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D)));
-  if (causal) att = att.masked_fill(ones({T, T}, {.dtype = DType::Bool}).tril().logical_not(), -INFINITY);
-  att = F::dropout(att.softmax(-1), dropout, is_training());
-  return out_proj(att.matmul(v).transpose(1, 2).reshape({B, T, E}));
+  Tensor y =
+      F::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), attention_options());
+  return out_proj(y.transpose(1, 2).reshape({B, T, E}));
 }
 
 Tensor MultiheadAttentionImpl::forward(const Tensor& query, const Tensor& key, const Tensor& value) const {
@@ -69,11 +74,9 @@ Tensor MultiheadAttentionImpl::forward(const Tensor& query, const Tensor& key, c
     if (b[static_cast<size_t>(i)].defined()) y = y + b[static_cast<size_t>(i)];
     return y.reshape({B, T, H, D}).transpose(1, 2);
   };
-  Tensor q = project(query, 0, Tq), k = project(key, 1, Tk), v = project(value, 2, Tk);
-  Tensor att = q.matmul(k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D)));
-  if (causal) att = att.masked_fill(ones({Tq, Tk}, {.dtype = DType::Bool}).tril().logical_not(), -INFINITY);
-  att = F::dropout(att.softmax(-1), dropout, is_training());
-  return out_proj(att.matmul(v).transpose(1, 2).reshape({B, Tq, E}));
+  Tensor y = F::scaled_dot_product_attention(project(query, 0, Tq), project(key, 1, Tk),
+                                             project(value, 2, Tk), attention_options());
+  return out_proj(y.transpose(1, 2).reshape({B, Tq, E}));
 }
 
 }  // namespace kiln::nn

@@ -1,6 +1,7 @@
 // Attention and transformer layers: MultiheadAttention (batch-first, optional causal mask) and
 // TransformerBlock (the pre-LayerNorm GPT-2 block).
 #pragma once
+#include "kiln/functional.h"
 #include "kiln/nn/activation.h"
 #include "kiln/nn/linear.h"
 #include "kiln/nn/norm.h"
@@ -22,6 +23,9 @@ class MultiheadAttentionImpl : public Module {
   bool causal;
   double dropout;
   Linear in_proj{nullptr}, out_proj{nullptr};
+
+ private:
+  F::AttentionOptions attention_options() const;  // causal, and dropout while training
 };
 KILN_MODULE(MultiheadAttention);
 
