@@ -225,6 +225,15 @@ void expect_gradients_match(const std::function<Tensor(const std::vector<Tensor>
   }
 }
 
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 Tensor gpt_attention(const Tensor& qkv, int64_t heads) {
   int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, D = C / heads;
   auto head = [&](int64_t j) {

@@ -37,6 +37,9 @@ void expect_gradients_match(const std::function<Tensor(const std::vector<Tensor>
                             const std::vector<Tensor>& inputs, uint64_t seed, double rtol = 1e-5,
                             double atol = 1e-6);
 
+// The message of the kiln::Error f throws, or "no error".
+std::string error_of(const std::function<void()>& f);
+
 // Compares the values of t (realizing it) to `want`, with the same rules.
 bool expect_values(const Tensor& t, const std::vector<double>& want, double rtol = 0, double atol = 0);
 

@@ -14,6 +14,7 @@
 namespace kiln {
 namespace {
 
+using testing::error_of;
 using testing::expect_gradients_match;
 using testing::expect_matches_reference;
 using testing::random_tensor;
@@ -27,15 +28,6 @@ Tensor r(const Shape& s, uint64_t seed, DType t = DType::F32) { return random_te
 Tensor written_out(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias) {
   double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   return (q.matmul(k.transpose(-2, -1)) * scale + bias).softmax(-1).matmul(v);
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 TEST(Attention, MatchesTheFormulaAndTheReference) {

@@ -14,21 +14,13 @@
 namespace kiln {
 namespace {
 
+using testing::error_of;
 using testing::expect_matches_reference;
 using testing::expect_values;
 using testing::random_tensor;
 using V = std::vector<double>;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 int64_t kernels_for(const Tensor& t) {
   int64_t before = stats().kernels_run;

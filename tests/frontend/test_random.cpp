@@ -14,19 +14,12 @@
 namespace kiln {
 namespace {
 
+using testing::error_of;
+
 std::pair<double, double> mean_var(const std::vector<double>& v) {
   double m = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()), s = 0;
   for (double x : v) s += (x - m) * (x - m);
   return {m, s / static_cast<double>(v.size())};
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 TEST(Random, DeterminismPerSeedAndGenerator) {

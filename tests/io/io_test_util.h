@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "helpers.h"
 #include "ir/node.h"
 #include "runtime/buffer.h"
 
@@ -60,13 +61,6 @@ inline std::string tensor_bytes(const Tensor& t) {
   return std::string(static_cast<const char*>(b->data), b->nbytes());
 }
 
-inline std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::error_of;
 
 }  // namespace kiln::io_test
