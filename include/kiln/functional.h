@@ -1,5 +1,5 @@
-// kiln::nn::functional (alias kiln::F): convolution, pooling, normalization, dropout, embedding
-// and losses, written from tensor primitives (so they fuse and get gradients from autograd).
+// kiln::nn::functional (alias kiln::F): convolution, pooling, normalization, dropout, embedding,
+// attention and losses, written from tensor primitives (so they fuse and get gradients from autograd).
 #pragma once
 #include <optional>
 #include <string>
@@ -62,6 +62,17 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const std::optional<T
                   const std::optional<Tensor>& bias = std::nullopt, double eps = 1e-5);
 Tensor dropout(const Tensor& input, double p = 0.5, bool training = true);
 Tensor embedding(const Tensor& indices, const Tensor& weight);
+
+// --- attention (src/frontend/attention.cpp) ---
+struct AttentionOptions {
+  bool is_causal = false;  // mask keys after the query's position (top-left aligned, as tril)
+  std::optional<double> scale = std::nullopt;  // of the scores; default 1 / sqrt(D)
+};
+// softmax(query key^T * scale) value, as PyTorch's: query (..., Tq, D), key (..., Tk, D), value
+// (..., Tk, Dv) -> (..., Tq, Dv); batch dims broadcast. One op of the graph: a flash-attention
+// kernel on CUDA for f16/bf16 with D == Dv in {64, 128}, matmuls and a softmax elsewhere.
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const AttentionOptions& options = {});
 
 // --- losses (src/frontend/loss.cpp); reduction: "mean", "sum" or "none" ---
 // target: class indices (integer, shape (N) or (N, d...)) or probabilities (float, input's shape)

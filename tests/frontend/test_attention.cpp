@@ -1,0 +1,127 @@
+// F::scaled_dot_product_attention on the CPU: one ATTENTION node that compiles to its composite,
+// checked against the reference interpreter (which evaluates the node itself in f64), its
+// gradients against finite differences, and its argument errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "helpers.h"
+#include "ir/node.h"
+#include "kiln/functional.h"
+#include "kiln/kiln.h"
+
+using namespace kiln;
+using kiln::testing::expect_gradients_match;
+using kiln::testing::expect_matches_reference;
+using kiln::testing::expect_values;
+using kiln::testing::random_tensor;
+namespace F = kiln::nn::functional;
+using Ts = std::vector<Tensor>;
+
+namespace {
+
+Tensor r(const Shape& s, uint64_t seed, DType t = DType::F64) { return random_tensor(s, t, -1, 1, seed); }
+
+TEST(Attention, IsOneGraphNode) {
+  Tensor y = F::scaled_dot_product_attention(r({2, 5, 4}, 1), r({2, 5, 4}, 2), r({2, 5, 4}, 3));
+  EXPECT_EQ(y.node()->op, ir::Op::ATTENTION);
+  EXPECT_EQ(y.shape(), (Shape{2, 5, 4}));
+}
+
+TEST(Attention, MatchesTheReference) {
+  struct Case {
+    Shape q, k, v;
+    bool causal;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{2, 3, 5, 4}, {2, 3, 5, 4}, {2, 3, 5, 4}, false},
+           {{2, 3, 5, 4}, {2, 3, 5, 4}, {2, 3, 5, 4}, true},
+           {{2, 7, 4}, {2, 3, 4}, {2, 3, 6}, true},        // Tq > Tk: later rows see every key
+           {{2, 3, 4}, {2, 7, 4}, {2, 7, 2}, true},        // Tq < Tk: top-left aligned
+           {{2, 3, 4}, {2, 7, 4}, {2, 7, 2}, false},       //
+           {{2, 1, 5, 4}, {3, 6, 4}, {1, 3, 6, 2}, true},  // batch dims broadcast
+           {{5, 4}, {6, 4}, {6, 3}, false},                // no batch dims
+           {{1, 1, 4}, {1, 1, 4}, {1, 1, 1}, true},        // size-1 dims
+       }) {
+    SCOPED_TRACE(shape_str(c.q) + " " + shape_str(c.k) + " " + shape_str(c.v) + (c.causal ? " causal" : ""));
+    Tensor y = F::scaled_dot_product_attention(r(c.q, 1), r(c.k, 2), r(c.v, 3), {.is_causal = c.causal});
+    EXPECT_TRUE(expect_matches_reference(y, 1e-9, 1e-12));
+  }
+}
+
+TEST(Attention, ValuesAndScale) {
+  // one query over two keys with scores 0 and 2 * scale: weights softmax(0, 2s)
+  Tensor q = tensor(std::vector<double>{1, 1}).reshape({1, 2}),
+         k = tensor(std::vector<double>{0, 0, 1, 1}).reshape({2, 2}),
+         v = tensor(std::vector<double>{10, 20}).reshape({2, 1});
+  double w = 1 / (1 + std::exp(-1.0));  // scale 0.5: scores 0 and 1
+  EXPECT_TRUE(expect_values(F::scaled_dot_product_attention(q, k, v, {.scale = 0.5}), {10 * (1 - w) + 20 * w},
+                            1e-12));
+  double d = 1 / (1 + std::exp(-2.0 / std::sqrt(2.0)));  // default scale 1/sqrt(2)
+  EXPECT_TRUE(expect_values(F::scaled_dot_product_attention(q, k, v), {10 * (1 - d) + 20 * d}, 1e-12));
+  EXPECT_TRUE(expect_values(F::scaled_dot_product_attention(q, k, v, {.is_causal = true}), {10}, 1e-12));
+}
+
+TEST(Attention, EmptyDims) {
+  Tensor none = F::scaled_dot_product_attention(r({2, 0, 4}, 1), r({2, 3, 4}, 2), r({2, 3, 5}, 3));
+  EXPECT_EQ(none.shape(), (Shape{2, 0, 5}));
+  EXPECT_TRUE(expect_values(none, {}));
+  // no keys: the weighted sum of nothing is zero
+  EXPECT_TRUE(expect_values(
+      F::scaled_dot_product_attention(r({1, 2, 4}, 1), r({1, 0, 4}, 2), r({1, 0, 2}, 3)), {0, 0, 0, 0}));
+  EXPECT_EQ(
+      F::scaled_dot_product_attention(r({0, 2, 4}, 1), r({0, 3, 4}, 2), r({0, 3, 2}, 3)).realize().numel(),
+      0);
+}
+
+TEST(Attention, Gradients) {
+  for (bool causal : {false, true}) {
+    auto fn = [causal](const Ts& x) {
+      return F::scaled_dot_product_attention(x[0], x[1], x[2], {.is_causal = causal});
+    };
+    expect_gradients_match(fn, {r({2, 5, 3}, 4), r({2, 5, 3}, 5), r({2, 5, 2}, 6)}, 7);
+    expect_gradients_match(fn, {r({2, 3, 3}, 8), r({2, 6, 3}, 9), r({2, 6, 2}, 10)}, 11);
+  }
+  // broadcast batch dims sum their gradients; an explicit scale
+  expect_gradients_match(
+      [](const Ts& x) {
+        return F::scaled_dot_product_attention(x[0], x[1], x[2], {.is_causal = true, .scale = 0.3});
+      },
+      {r({2, 1, 4, 3}, 12), r({3, 4, 3}, 13), r({1, 3, 4, 2}, 14)}, 15);
+}
+
+void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    FAIL() << "expected kiln::Error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("scaled_dot_product_attention"), std::string::npos) << m;
+    for (auto& p : parts) EXPECT_NE(m.find(p), std::string::npos) << "'" << p << "' not in: " << m;
+  }
+}
+
+TEST(Attention, BadArguments) {
+  auto sdpa = [](const Tensor& q, const Tensor& k, const Tensor& v) {
+    F::scaled_dot_product_attention(q, k, v);
+  };
+  expect_error([&] { sdpa(r({4}, 1), r({3, 4}, 2), r({3, 4}, 3)); }, {"rank 2", "(4,)", "(3, 4)"});
+  expect_error([&] { sdpa(r({2, 4}, 1), r({3, 5}, 2), r({3, 5}, 3)); }, {"last dim", "(2, 4)", "(3, 5)"});
+  expect_error([&] { sdpa(r({2, 4}, 1), r({3, 4}, 2), r({2, 4}, 3)); }, {"Tk", "(3, 4)", "(2, 4)"});
+  expect_error([&] { sdpa(r({2, 4}, 1), r({3, 4}, 2, DType::F32), r({3, 4}, 3)); }, {"dtype", "f64", "f32"});
+  expect_error(
+      [&] {
+        sdpa(r({2, 4}, 1, DType::I32), r({3, 4}, 2, DType::I32), r({3, 4}, 3, DType::I32));
+      },
+      {"floating-point", "i32"});
+  expect_error(
+      [&] {
+        sdpa(r({2, 2, 4}, 1), r({3, 3, 4}, 2), r({3, 3, 4}, 3));
+      },
+      {"broadcast", "(2, 2, 4)", "(3, 3, 4)"});
+  Tensor on_gpu = zeros({3, 4}, {.dtype = DType::F64, .device = Device::cuda()});  // lazy: no GPU needed
+  expect_error([&] { sdpa(r({2, 4}, 1), on_gpu, r({3, 4}, 3)); }, {"device", "cpu", "cuda:0"});
+}
+
+}  // namespace
