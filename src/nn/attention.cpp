@@ -1,4 +1,5 @@
-// nn::MultiheadAttention: q/k/v projections, per-head scaled dot products, optional causal mask.
+// nn::MultiheadAttention: q/k/v projections, per-head scaled dot-product attention
+// (F::scaled_dot_product_attention, or its composite when the weights take dropout), optional causal mask.
 #include <cmath>
 
 #include "kiln/functional.h"
@@ -29,6 +30,16 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(int64_t e, int64_t h, bool bias, 
   realize(assigned);
 }
 
+// heads (B, H, Tq, D) attending over (B, H, Tk, D): one attention op, unless the weights take dropout
+Tensor MultiheadAttentionImpl::attend(const Tensor& q, const Tensor& k, const Tensor& v) const {
+  if (dropout == 0 || !is_training()) return F::scaled_dot_product_attention(q, k, v, {.is_causal = causal});
+  Tensor att = q.matmul(k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  if (causal)
+    att = att.masked_fill(ones({q.size(-2), k.size(-2)}, {.dtype = DType::Bool}).tril().logical_not(),
+                          -INFINITY);
+  return F::dropout(att.softmax(-1), dropout, true).matmul(v);
+}
+
 Tensor MultiheadAttentionImpl::forward(const Tensor& x) const {
   detail::need_float("MultiheadAttention", x);
   if (x.dim() != 3 || x.size(2) != embed_dim)
@@ -38,10 +49,7 @@ Tensor MultiheadAttentionImpl::forward(const Tensor& x) const {
   auto qkv = in_proj(x).split(E, 2);
   auto heads = [&](const Tensor& t) { return t.reshape({B, T, H, D}).transpose(1, 2); };
   Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
-  Tensor att = q.matmul(k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D)));
-  if (causal) att = att.masked_fill(ones({T, T}, {.dtype = DType::Bool}).tril().logical_not(), -INFINITY);
-  att = F::dropout(att.softmax(-1), dropout, is_training());
-  return out_proj(att.matmul(v).transpose(1, 2).reshape({B, T, E}));
+  return out_proj(attend(q, k, v).transpose(1, 2).reshape({B, T, E}));
 }
 
 Tensor MultiheadAttentionImpl::forward(const Tensor& query, const Tensor& key, const Tensor& value) const {
@@ -70,10 +78,7 @@ Tensor MultiheadAttentionImpl::forward(const Tensor& query, const Tensor& key, c
     return y.reshape({B, T, H, D}).transpose(1, 2);
   };
   Tensor q = project(query, 0, Tq), k = project(key, 1, Tk), v = project(value, 2, Tk);
-  Tensor att = q.matmul(k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D)));
-  if (causal) att = att.masked_fill(ones({Tq, Tk}, {.dtype = DType::Bool}).tril().logical_not(), -INFINITY);
-  att = F::dropout(att.softmax(-1), dropout, is_training());
-  return out_proj(att.matmul(v).transpose(1, 2).reshape({B, Tq, E}));
+  return out_proj(attend(q, k, v).transpose(1, 2).reshape({B, Tq, E}));
 }
 
 }  // namespace kiln::nn

@@ -22,6 +22,9 @@ class MultiheadAttentionImpl : public Module {
   bool causal;
   double dropout;
   Linear in_proj{nullptr}, out_proj{nullptr};
+
+ private:
+  Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v) const;
 };
 KILN_MODULE(MultiheadAttention);
 
