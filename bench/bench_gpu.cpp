@@ -188,6 +188,21 @@ void g7() {
   };
   double flops = 4.0 * B * H * T * T * D / 2;
   report("G7", "attention_fwd_b16h12t1024d64_bf16", time_step(f, 5, 1), 0, flops, kernels_of(f));
+  // the same as one op: the flash-attention kernel
+  auto sdpa = [&] { F::scaled_dot_product_attention(q, k, v, {.is_causal = true}).realize(); };
+  report("G7", "attention_fwd_b16h12t1024d64_bf16_sdpa", time_step(sdpa, 5, 1), 0, flops, kernels_of(sdpa));
+  // forward and backward (the backward recomputes the scores from q and k: 3.5x the forward's FLOPs,
+  // the usual count)
+  Tensor qg = q.detach(), kg = k.detach(), vg = v.detach(),
+         dy = rnd({B, H, T, D}, {.dtype = DType::BF16, .device = gpu});
+  for (Tensor* t : {&qg, &kg, &vg}) t->requires_grad_();
+  auto fb = [&] {
+    Tensor y = F::scaled_dot_product_attention(qg, kg, vg, {.is_causal = true});
+    std::vector<Tensor> g = grad({y}, {qg, kg, vg}, {dy});
+    realize({y, g[0], g[1], g[2]});
+  };
+  report("G7", "attention_fwdbwd_b16h12t1024d64_bf16_sdpa", time_step(fb, 5, 1), 0, 3.5 * flops,
+         kernels_of(fb));
 }
 
 // The tile kernels (kernels/) on the GPU for G1, G2 and G3: wall time of a whole synchronized call.

@@ -86,6 +86,14 @@ def main():
         fl = 4 * Bq * H * T * T * D / 2
         name = "attention_fwd_b16h12t1024d64_bf16"
         report("G7", name, "torch-sdpa", bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)), flops=fl)
+        qg, kg, vg = (t.detach().requires_grad_() for t in (q, k, v))
+        dy = torch.randn_like(q)
+
+        def sdpa_fwdbwd():
+            y = F.scaled_dot_product_attention(qg, kg, vg, is_causal=True)
+            torch.autograd.grad(y, (qg, kg, vg), dy)
+
+        report("G7", "attention_fwdbwd_b16h12t1024d64_bf16", "torch-sdpa", bench(sdpa_fwdbwd), flops=3.5 * fl)
         mask = torch.ones(T, T, device=dev, dtype=torch.bool).tril()
 
         def naive(q, k, v):

@@ -38,8 +38,9 @@ struct Stats {
   int64_t arena_no_reuse_bytes = 0;  // what their intermediates would take without reuse
   int64_t jit_replays = 0;           // kiln::Jit calls answered by replaying a captured step
   int64_t gemm_launches = 0;         // matmuls a realize ran in the GEMM library (cuBLASLt)
-  int64_t graph_captures = 0;        // CUDA graphs captured for replays (one per new set of buffers)
-  int64_t graph_launches = 0;        // CUDA graphs launched (each runs a replay's kernels)
+  int64_t attention_launches = 0;  // flash-attention kernels a realize ran (F::scaled_dot_product_attention)
+  int64_t graph_captures = 0;      // CUDA graphs captured for replays (one per new set of buffers)
+  int64_t graph_launches = 0;      // CUDA graphs launched (each runs a replay's kernels)
 };
 Stats& stats();
 // Forget compiled programs held in memory (the disk cache stays): the next run must load from disk.

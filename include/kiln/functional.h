@@ -1,5 +1,5 @@
-// kiln::nn::functional (alias kiln::F): convolution, pooling, normalization, dropout, embedding
-// and losses, written from tensor primitives (so they fuse and get gradients from autograd).
+// kiln::nn::functional (alias kiln::F): convolution, pooling, normalization, dropout, embedding,
+// attention and losses, written from tensor primitives (so they fuse and get gradients from autograd).
 #pragma once
 #include <optional>
 #include <string>
@@ -88,13 +88,15 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& redu
 
 // --- attention (src/frontend/attention.cpp) ---
 struct AttentionOptions {
-  std::optional<Tensor> attn_mask =
-      std::nullopt;        // bool (true: the key takes part) or float (added to the scores)
-  double dropout_p = 0.0;  // applied to the attention weights whenever above 0
-  bool is_causal = false;  // query i sees keys 0..i
-  std::optional<double> scale = std::nullopt;  // default 1 / sqrt(E)
+  std::optional<Tensor> attn_mask = std::nullopt;  // bool (true: the key takes part) or float (added)
+  double dropout_p = 0.0;                          // applied to the attention weights whenever above 0
+  bool is_causal = false;                          // query i sees keys 0..i (top-left aligned, as tril)
+  std::optional<double> scale = std::nullopt;      // of the scores; default 1 / sqrt(D)
 };
-// query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev); batch dims broadcast
+// softmax(query key^T * scale [+ mask]) value, as PyTorch's: query (..., Tq, D), key (..., Tk, D),
+// value (..., Tk, Dv) -> (..., Tq, Dv); batch dims broadcast. Without a mask or dropout it is one op
+// of the graph: a flash-attention kernel on CUDA for f16/bf16 with D == Dv in {64, 128}, matmuls and
+// a softmax elsewhere; with them, matmuls and a softmax.
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const AttentionOptions& options = {});
 

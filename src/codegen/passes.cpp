@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "codegen/flash_attention.h"
 #include "codegen/linearize.h"
 #include "codegen/opt.h"
 #include "codegen/render_c.h"
@@ -29,6 +30,7 @@ std::string kernel_name(const NodeRef& ast) {
 }
 
 Lowered lower(const NodeRef& ast, Target target) {
+  if (ast->src.size() == 1 && ast->src[0]->op == Op::ATTENTION) return lower_attention(ast, target);
   Lowered out;
   NodeRef s = ast;
   if (!settings().noopt) {

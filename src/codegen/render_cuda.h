@@ -23,7 +23,8 @@
 namespace kiln::codegen {
 
 struct CudaLaunch {
-  enum class Kind { Elementwise, BlockReduce, ColumnReduce } kind = Kind::Elementwise;
+  // Grid: a hand-written kernel (codegen/flash_attention.h) of exactly `work` blocks
+  enum class Kind { Elementwise, BlockReduce, ColumnReduce, Grid } kind = Kind::Elementwise;
   int64_t work = 1;  // output elements: threads' iterations (Elementwise) or blocks' (BlockReduce)
   int block = 256;   // threads per block
   // BlockReduce over few outputs: `split` blocks share each output's reduce; the last to finish

@@ -1,55 +1,137 @@
-// scaled_dot_product_attention with PyTorch's semantics, as a composite of tensor ops: scores
-// q k^T * scale, masked, softmax over the keys, dropout, times v.
+// F::scaled_dot_product_attention: one ATTENTION node in the graph (a kernel of its own where the
+// flash-attention kernel runs), its composite of primitive ops elsewhere, and its gradient; with a
+// mask or dropout, the composite directly.
+#include "frontend/attention.h"
+
+#include <algorithm>
 #include <cmath>
-#include <limits>
+#include <string>
 
 #include "frontend/graph.h"
+#include "ir/rewrite.h"
 #include "kiln/functional.h"
+#include "runtime/cuda/context.h"
 
-namespace kiln::nn::functional {
-
-using frontend::fail;
+namespace kiln {
 
 namespace {
 
-std::string describe(const char* name, const Tensor& t) {
-  return std::string(name) + " " + shape_str(t.shape()) + " " + to_string(t.dtype()) + " on " +
-         t.device().str();
+// softmax(q k^T * scale) with the causal mask: what the forward composite and the backward share
+Tensor attention_probs(const Tensor& q, const Tensor& k, bool causal, double scale) {
+  Tensor att = q.matmul(k.transpose(-2, -1)) * scale;
+  if (causal) {
+    int64_t tq = q.size(-2), tk = k.size(-2);
+    att = att.masked_fill(ones({tq, tk}, {.dtype = DType::Bool}).tril().logical_not(), -INFINITY);
+  }
+  return att.softmax(-1);
+}
+
+std::string describe(const Tensor& t) {
+  return shape_str(t.shape()) + " " + to_string(t.dtype()) + " on " + t.device().str();
 }
 
 }  // namespace
 
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const AttentionOptions& o) {
-  const char* op = "scaled_dot_product_attention";
-  std::string all = describe("query", q) + ", " + describe("key", k) + ", " + describe("value", v);
-  if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2)
-    fail(op, "query, key and value must have at least 2 dims (..., L, E); got " + all);
-  if (!is_float(q.dtype()) || q.dtype() != k.dtype() || q.dtype() != v.dtype())
-    fail(op, "query, key and value must share one floating-point dtype; got " + all);
-  if (q.size(-1) != k.size(-1)) fail(op, "query and key must have the same last dim (E); got " + all);
-  if (k.size(-2) != v.size(-2)) fail(op, "key and value must have the same length (S); got " + all);
-  if (o.is_causal && o.attn_mask) fail(op, "give is_causal or attn_mask, not both");
-  if (!(o.dropout_p >= 0 && o.dropout_p <= 1)) fail(op, "dropout_p must be in [0, 1]");
-  int64_t L = q.size(-2), S = k.size(-2);
-  double scale = o.scale ? *o.scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-  Tensor att = q.matmul(k.transpose(-2, -1)) * scale;
-  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-  if (o.is_causal) {  // query i sees keys 0..i (the top-left aligned lower triangle)
-    Tensor i = arange(L), j = arange(S);
-    att = where(j.unsqueeze(0) <= i.unsqueeze(1), att, kNegInf);
-  } else if (o.attn_mask) {
-    const Tensor& m = *o.attn_mask;
-    if (m.dtype() == DType::Bool)
-      att = where(m, att, kNegInf);  // true: the key takes part
-    else if (is_float(m.dtype()))
-      att = att + m.to(att.dtype());
-    else
-      fail(op, "attn_mask must be bool or floating-point, got " + describe("attn_mask", m));
-  }
-  att = att.softmax(-1);
-  if (o.dropout_p > 0) att = dropout(att, o.dropout_p, true);
-  return att.matmul(v);
+namespace frontend {
+
+Tensor attention_composite(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
+  return attention_probs(q, k, causal, scale).matmul(v);
 }
 
-}  // namespace kiln::nn::functional
+std::vector<std::optional<Tensor>> attention_backward(const NodeRef& n, const Tensor& g) {
+  Tensor q(n->src[0]), k(n->src[1]), v(n->src[2]), o(n);
+  bool causal = n->arg[0] != 0;
+  double scale = n->fval;
+  Tensor p = attention_probs(q, k, causal, scale);
+  // rowsum(dP * P) is rowsum(dO * O): a (Tq, 1) reduction over Dv instead of one over Tk
+  Tensor d = (g * o).sum(-1, true);
+  Tensor ds = p * (g.matmul(v.transpose(-2, -1)) - d);
+  return {ds.matmul(k) * scale, ds.transpose(-2, -1).matmul(q) * scale, p.transpose(-2, -1).matmul(g)};
+}
+
+bool attention_kernel_runs(const NodeRef& n) {
+  if (n->device <= 0) return false;  // no device (a constant graph) or the CPU
+  const ir::Shape& q = n->src[0]->shape;
+  size_t r = q.size();
+  int64_t d = q[r - 1], dv = n->src[2]->shape[r - 1], tk = n->src[1]->shape[r - 2];
+  if ((n->dtype != DType::BF16 && n->dtype != DType::F16) || d != dv || (d != 64 && d != 128) || tk < 1)
+    return false;
+  const std::string& arch = runtime::cuda::context(Device::from_code(n->device).index).arch;  // "sm_90"
+  return arch.size() > 3 && std::stoi(arch.substr(3)) >= 80;  // mma.sync on 16-bit floats
+}
+
+NodeRef lower_attention(const NodeRef& n) {
+  if (attention_kernel_runs(n)) return nullptr;
+  return attention_composite(Tensor(n->src[0]), Tensor(n->src[1]), Tensor(n->src[2]), n->arg[0] != 0, n->fval)
+      .node();
+}
+
+}  // namespace frontend
+
+namespace nn::functional {
+
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const AttentionOptions& options) {
+  const std::string op = "scaled_dot_product_attention";
+  for (const Tensor* t : {&query, &key, &value})
+    if (!t->defined()) frontend::fail(op, "query, key and value must be defined tensors");
+  auto all = [&] {
+    return "query " + describe(query) + ", key " + describe(key) + ", value " + describe(value);
+  };
+  if (query.dim() < 2 || key.dim() < 2 || value.dim() < 2)
+    frontend::fail(
+        op,
+        "needs query (..., Tq, D), key (..., Tk, D) and value (..., Tk, Dv) of rank 2 or more; got " + all());
+  if (!is_float(query.dtype()) || query.dtype() != key.dtype() || query.dtype() != value.dtype())
+    frontend::fail(op, "query, key and value must have one floating-point dtype; got " + all());
+  auto dq = frontend::own_device(query), dk = frontend::own_device(key), dv = frontend::own_device(value);
+  if ((dq && dk && *dq != *dk) || (dq && dv && *dq != *dv) || (dk && dv && *dk != *dv))
+    frontend::fail(op,
+                   "query, key and value must be on one device; got " + all() + " (move them with .to())");
+  if (query.size(-1) != key.size(-1))
+    frontend::fail(op, "query and key must have one last dim D; got " + all());
+  if (key.size(-2) != value.size(-2))
+    frontend::fail(op, "key and value must have one sequence length Tk (dim -2); got " + all());
+  // batch dims broadcast as in matmul
+  size_t rank = static_cast<size_t>(std::max({query.dim(), key.dim(), value.dim()}));
+  Shape batch(rank - 2, 1);
+  for (const Tensor* t : {&query, &key, &value})
+    for (size_t i = 0; i + 2 < static_cast<size_t>(t->dim()); i++) {
+      int64_t s = t->shape()[i], &b = batch[rank - static_cast<size_t>(t->dim()) + i];
+      if (s != b && s != 1 && b != 1)
+        frontend::fail(op, "the batch dims of query, key and value do not broadcast; got " + all());
+      if (s != 1) b = s;
+    }
+  if (options.is_causal && options.attn_mask) frontend::fail(op, "give is_causal or attn_mask, not both");
+  if (!(options.dropout_p >= 0 && options.dropout_p <= 1))
+    frontend::fail(op, "dropout_p must be in [0, 1], got " + std::to_string(options.dropout_p));
+  double scale = options.scale ? *options.scale : 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
+  if (options.attn_mask || options.dropout_p > 0) {  // the composite, with the mask and the dropout
+    Tensor att = query.matmul(key.transpose(-2, -1)) * scale;
+    if (options.attn_mask) {
+      const Tensor& m = *options.attn_mask;
+      if (m.dtype() == DType::Bool)
+        att = where(m, att, -INFINITY);  // true: the key takes part
+      else if (is_float(m.dtype()))
+        att = att + m.to(att.dtype());
+      else
+        frontend::fail(op, "attn_mask must be bool or floating-point, got " + describe(m));
+    }
+    att = att.softmax(-1);
+    if (options.dropout_p > 0) att = dropout(att, options.dropout_p, true);
+    return att.matmul(value);
+  }
+  auto expand = [&](const Tensor& t) {
+    Shape s = batch;
+    s.insert(s.end(), {t.size(-2), t.size(-1)});
+    return frontend::expand(t.node(), s);
+  };
+  Shape out = batch;
+  out.insert(out.end(), {query.size(-2), value.size(-1)});
+  return Tensor(ir::make(ir::Op::ATTENTION, query.dtype(), out, {expand(query), expand(key), expand(value)},
+                         {options.is_causal ? 1 : 0}, scale));
+}
+
+}  // namespace nn::functional
+
+}  // namespace kiln

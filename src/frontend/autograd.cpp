@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "frontend/attention.h"
 #include "frontend/external.h"
 #include "frontend/graph.h"
 #include "frontend/jit_recorder.h"
@@ -103,6 +104,7 @@ std::vector<std::optional<Tensor>> rule(const NodeRef& n, const Tensor& g) {
     case Op::FLIP: return {T(ir::make(Op::FLIP, g.dtype(), in, {g.node()}, n->arg))};
     case Op::CONTIGUOUS: return {g};
     case Op::EXTERNAL: return frontend::external_backward(n, g);
+    case Op::ATTENTION: return frontend::attention_backward(n, g);
     default: break;
   }
   // comparisons, integer and bitwise ops, DETACH: no gradient

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "frontend/attention.h"
 #include "kiln/debug.h"
 #include "runtime/interpreter.h"
 
@@ -109,6 +110,10 @@ const RuleSet& movement_rules() {
       if (x == n->src[0]) return nullptr;
       return make(Op::PERMUTE, n->dtype, n->shape, {x}, perm);
     });
+    // attention that no kernel computes is its composite: lowered here, in the first pass, so the
+    // passes after see its matmuls, and again wherever a later movement pass uncovers attention
+    // below a realized view
+    r.on(Op::ATTENTION, frontend::lower_attention);
     // DETACH only matters to autograd, which has run by now
     r.on(Op::DETACH, [](const NodeRef& n) -> NodeRef { return n->src[0]; });
     // contiguous() of a buffer is the buffer itself (buffers are contiguous)

@@ -11,7 +11,9 @@ namespace kiln::ir {
 
 const RuleSet& fold_constants_rules();
 const RuleSet& algebraic_rules();  // x*1, x+0, x*0 (exact cases), cast to own dtype
-const RuleSet& movement_rules();   // reshape∘reshape, permute∘permute, identities, views of constants
+// reshape∘reshape, permute∘permute, identities, views of constants; ATTENTION -> its composite
+// where no kernel computes it
+const RuleSet& movement_rules();
 
 std::vector<NodeRef> rewrite_graph(const std::vector<NodeRef>& roots);
 

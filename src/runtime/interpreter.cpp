@@ -242,6 +242,36 @@ Array eval_iota(const Node& n) {
   return a;
 }
 
+// softmax(q k^T * scale, causal: top-left aligned) v over equal batch dims, in f64, rounded once.
+Array eval_attention(const Node& n, const Array& q, const Array& k, const Array& v) {
+  size_t r = n.shape.size();
+  if (r < 2 || q.shape.size() != r || k.shape.size() != r || v.shape.size() != r)
+    fail(n, "ATTENTION needs sources of its rank (at least 2)");
+  int64_t tq = q.shape[r - 2], tk = k.shape[r - 2], d = q.shape[r - 1], dv = v.shape[r - 1];
+  Array out = make_array(n.shape, n.dtype);
+  int64_t batch = tq * dv == 0 ? 0 : out.numel() / (tq * dv);
+  bool causal = n.arg.at(0) != 0;
+  std::vector<double> p(static_cast<size_t>(tk));
+  for (int64_t b = 0; b < batch; b++)
+    for (int64_t i = 0; i < tq; i++) {
+      int64_t keys = causal ? std::min(tk, i + 1) : tk;
+      double mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < keys; j++) {
+        double s = 0;
+        for (int64_t c = 0; c < d; c++) s += q.f[(b * tq + i) * d + c] * k.f[(b * tk + j) * d + c];
+        p[j] = s * n.fval;
+        mx = std::max(mx, p[j]);
+      }
+      for (int64_t j = 0; j < keys; j++) sum += (p[j] = std::exp(p[j] - mx));
+      for (int64_t c = 0; c < dv; c++) {
+        double acc = 0;
+        for (int64_t j = 0; j < keys; j++) acc += p[j] * v.f[(b * tk + j) * dv + c];
+        out.f[(b * tq + i) * dv + c] = round_to(keys == 0 ? 0.0 : acc / sum, n.dtype);
+      }
+    }
+  return out;
+}
+
 Array eval_reduce(const Node& n, const Array& in) {
   if (n.arg.empty() || n.arg[0] < 0 || n.arg[0] >= static_cast<int64_t>(Op::COUNT_))
     fail(n, "bad REDUCE arg");
@@ -529,6 +559,9 @@ Array eval_node(const Node& n, const std::vector<const Array*>& s) {
       return eval_reduce(n, *s[0]);
     case Op::BUFFER: fail(n, "BUFFER node without a buffer");
     case Op::EXTERNAL: fail(n, "EXTERNAL node without a buffer (external ops are computed when created)");
+    case Op::ATTENTION:
+      if (s.size() != 3) fail(n, "ATTENTION needs three sources");
+      return eval_attention(n, *s[0], *s[1], *s[2]);
     default: break;
   }
   if (ir::is_movement(n.op) || n.op == Op::CONTIGUOUS || n.op == Op::DETACH) {

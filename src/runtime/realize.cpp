@@ -195,8 +195,10 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
     }
     Launch launch = runners[i];
     launch.parallel = launch.parallel && p.flops + static_cast<double>(k.outputs[0]->numel()) >= 32768;
-    if (device.is_cuda()) use_library_gemm(launch, k);
+    if (device.is_cuda() && lowered[i]->launch.kind != codegen::CudaLaunch::Kind::Grid)
+      use_library_gemm(launch, k);
     if (launch.gemm) stats().gemm_launches++;
+    if (launch.cuda.kind == codegen::CudaLaunch::Kind::Grid) stats().attention_launches++;
     if (settings().debug >= 3) {
       std::cerr << "kiln: kernel " << i << " " << p.name << " -> " << shape_str(k.outputs[0]->shape) << " "
                 << dtype_name(k.outputs[0]->dtype)

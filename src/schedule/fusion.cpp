@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "schedule/attention_layout.h"
 #include "schedule/schedule.h"
 
 namespace kiln::schedule {
@@ -98,6 +99,20 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
   for (size_t i = 0; i < order.size(); i++) {
     topo[order[i].get()] = i;
     if (order[i]->op == Op::CONTIGUOUS) add(order[i]);
+  }
+  // an attention node still to compute is a kernel of its own, reading q, k and v from memory
+  std::unordered_set<const Node*> seen;
+  for (std::vector<NodeRef> stack(roots.begin(), roots.end()); !stack.empty();) {
+    NodeRef n = stack.back();
+    stack.pop_back();
+    if (is_realized(n) || !seen.insert(n.get()).second) continue;
+    for (auto& s : n->src) stack.push_back(s);
+    if (n->op != Op::ATTENTION) continue;
+    add(n);
+    for (auto& s : n->src) {
+      auto v = strided_view(s, is_realized);
+      add(v && attention_reads(*v) ? v->base : s);  // else a contiguous copy
+    }
   }
 
   for (bool changed = true; changed;) {

@@ -7,6 +7,7 @@
 
 #include "ir/simplify.h"
 #include "kiln/error.h"
+#include "schedule/attention_layout.h"
 #include "schedule/schedule.h"
 
 namespace kiln::schedule {
@@ -244,11 +245,15 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
       s.empty.push_back(p);
       continue;
     }
+    if (p->op == Op::ATTENTION) {  // the attention kernel computes nothing else
+      groups.push_back({p});
+      continue;
+    }
     std::vector<NodeRef> group{p};
     auto shared = realized_inputs(p, point_set);
     for (size_t j = i + 1; j < points.size() && !shared.empty(); j++) {
       const NodeRef& q = points[j];
-      if (taken[j] || q->shape != p->shape || q->numel() == 0) continue;
+      if (taken[j] || q->shape != p->shape || q->numel() == 0 || q->op == Op::ATTENTION) continue;
       bool independent = true, common = false;
       for (auto& g : group) independent &= !deps[q.get()].count(g.get()) && !deps[g.get()].count(q.get());
       for (auto* in : realized_inputs(q, point_set)) common |= shared.count(in) > 0;
@@ -263,8 +268,15 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
     groups.push_back(std::move(group));
   }
   for (auto& g : groups) {
-    Builder b(point_set, g);
     Kernel k;
+    if (g[0]->op == Op::ATTENTION) {
+      auto stop = [&](const NodeRef& n) { return is_realized(n) || point_set.count(n.get()) > 0; };
+      k.ast = attention_ast(g[0], stop, k.inputs);
+      k.outputs = g;
+      s.kernels.push_back(std::move(k));
+      continue;
+    }
+    Builder b(point_set, g);
     k.ast = b.build();
     k.outputs = g;
     k.inputs = b.inputs();

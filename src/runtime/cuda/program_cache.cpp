@@ -195,6 +195,8 @@ void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::
   if (l.kind == codegen::CudaLaunch::Kind::ColumnReduce) {  // (output blocks) x (reduce chunks)
     blocks = (l.work + l.block - 1) / l.block;
     grid_y = static_cast<unsigned>(l.split);
+  } else if (l.kind == codegen::CudaLaunch::Kind::Grid) {
+    blocks = l.work;
   } else if (l.split > 1) {  // one block per (output, share)
     blocks = l.work * l.split;
   }

@@ -1,0 +1,13 @@
+// The flash-attention kernel of an attention kernel AST (schedule/attention_layout.h): CUDA source
+// made of constants for the layout and tile sizes and the hand-written kernel
+// (flash_attention_kernel.cpp), launched on an explicit grid of one block per query tile.
+#pragma once
+#include "codegen/passes.h"
+
+namespace kiln::codegen {
+
+const char* flash_attention_kernel_source();
+// ast = SINK(ATTENTION(...)); CUDA only.
+Lowered lower_attention(const ir::NodeRef& ast, Target target);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,148 @@
+// Strided views and the attention kernel's AST (see attention_layout.h).
+#include "schedule/attention_layout.h"
+
+#include "kiln/error.h"
+
+namespace kiln::schedule {
+
+using ir::NodeRef;
+using ir::Op;
+
+namespace {
+
+// The strides of a reshape of (shape, strides) to `to` without a copy: each run of old dims that
+// the new dims regroup must be contiguous in memory.
+std::optional<std::vector<int64_t>> reshape_strides(const ir::Shape& from,
+                                                    const std::vector<int64_t>& strides,
+                                                    const ir::Shape& to) {
+  std::vector<int64_t> out(to.size(), 0);
+  int64_t numel = 1;
+  for (auto s : from) numel *= s;
+  if (numel == 0 || from.empty()) return out;  // nothing is read, or one element
+  int64_t view_d = static_cast<int64_t>(to.size()) - 1, chunk_stride = strides.back(), tensor_numel = 1,
+          view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(from.size()) - 1; d >= 0; d--) {
+    tensor_numel *= from[static_cast<size_t>(d)];
+    bool chunk_ends = d == 0 || (from[static_cast<size_t>(d - 1)] != 1 &&
+                                 strides[static_cast<size_t>(d - 1)] != tensor_numel * chunk_stride);
+    if (!chunk_ends) continue;
+    while (view_d >= 0 && (view_numel < tensor_numel || to[static_cast<size_t>(view_d)] == 1)) {
+      out[static_cast<size_t>(view_d)] = view_numel * chunk_stride;
+      view_numel *= to[static_cast<size_t>(view_d)];
+      view_d--;
+    }
+    if (view_numel != tensor_numel) return std::nullopt;
+    if (d > 0) {
+      chunk_stride = strides[static_cast<size_t>(d - 1)];
+      tensor_numel = view_numel = 1;
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+std::optional<StridedView> strided_view(const NodeRef& n, const std::function<bool(const NodeRef&)>& stop) {
+  std::vector<NodeRef> chain;  // n first, down to the base
+  NodeRef x = n;
+  auto view = [](const NodeRef& y) {
+    return y->op == Op::RESHAPE || y->op == Op::PERMUTE || y->op == Op::EXPAND || y->op == Op::SHRINK;
+  };
+  while (view(x) && !stop(x)) {
+    chain.push_back(x);
+    x = x->src[0];
+  }
+  StridedView v{x, 0, std::vector<int64_t>(x->shape.size(), 1)};
+  for (int64_t i = static_cast<int64_t>(x->shape.size()) - 2; i >= 0; i--)
+    v.strides[static_cast<size_t>(i)] =
+        v.strides[static_cast<size_t>(i) + 1] * x->shape[static_cast<size_t>(i) + 1];
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const NodeRef& y = *it;
+    const ir::Shape& in = y->src[0]->shape;
+    std::vector<int64_t> s = v.strides;
+    switch (y->op) {
+      case Op::RESHAPE: {
+        auto r = reshape_strides(in, s, y->shape);
+        if (!r) return std::nullopt;
+        s = *r;
+        break;
+      }
+      case Op::PERMUTE:
+        for (size_t i = 0; i < s.size(); i++) s[i] = v.strides[static_cast<size_t>(y->arg[i])];
+        break;
+      case Op::EXPAND:
+        for (size_t i = 0; i < s.size(); i++)
+          if (in[i] != y->shape[i]) s[i] = 0;
+        break;
+      default:  // SHRINK
+        for (size_t i = 0; i < s.size(); i++) v.offset += y->arg[2 * i] * s[i];
+    }
+    v.strides = std::move(s);
+  }
+  return v;
+}
+
+bool attention_reads(const StridedView& v) {
+  if (v.strides.size() < 2 || v.strides.back() != 1 || v.offset % 8 != 0) return false;
+  for (size_t i = 0; i + 1 < v.strides.size(); i++)
+    if (v.strides[i] % 8 != 0) return false;
+  return true;
+}
+
+std::vector<int64_t> AttentionLayout::args() const {
+  std::vector<int64_t> a{causal ? 1 : 0, tq, tk, d, static_cast<int64_t>(batch.size())};
+  a.insert(a.end(), batch.begin(), batch.end());
+  for (const Operand* o : {&q, &k, &v}) {
+    a.insert(a.end(), {o->offset, o->row_stride});
+    a.insert(a.end(), o->batch_strides.begin(), o->batch_strides.end());
+  }
+  return a;
+}
+
+AttentionLayout AttentionLayout::from_args(const std::vector<int64_t>& a) {
+  AttentionLayout l;
+  size_t i = 0;
+  l.causal = a.at(i++) != 0;
+  l.tq = a.at(i++);
+  l.tk = a.at(i++);
+  l.d = a.at(i++);
+  size_t rank = static_cast<size_t>(a.at(i++));
+  for (size_t j = 0; j < rank; j++) l.batch.push_back(a.at(i++));
+  for (Operand* o : {&l.q, &l.k, &l.v}) {
+    o->offset = a.at(i++);
+    o->row_stride = a.at(i++);
+    for (size_t j = 0; j < rank; j++) o->batch_strides.push_back(a.at(i++));
+  }
+  return l;
+}
+
+NodeRef attention_ast(const NodeRef& n, const std::function<bool(const NodeRef&)>& stop,
+                      std::vector<NodeRef>& bases) {
+  AttentionLayout l;
+  size_t r = n->shape.size();
+  l.causal = n->arg.at(0) != 0;
+  l.tq = n->shape[r - 2];
+  l.tk = n->src[1]->shape[r - 2];
+  l.d = n->src[0]->shape[r - 1];
+  l.batch.assign(n->shape.begin(), n->shape.end() - 2);
+  std::vector<NodeRef> globals;
+  AttentionLayout::Operand* ops[] = {&l.q, &l.k, &l.v};
+  for (size_t i = 0; i < 3; i++) {
+    auto v = strided_view(n->src[i], stop);
+    if (!v || !attention_reads(*v))
+      throw Error("kiln.schedule: the attention kernel " + n->str() + " cannot read its operand " +
+                  std::to_string(i) + " " + n->src[i]->str() + " in place");
+    size_t g = 0;
+    while (g < bases.size() && bases[g] != v->base) g++;
+    if (g == bases.size()) bases.push_back(v->base);
+    globals.push_back(ir::make(Op::DEFINE_GLOBAL, n->dtype, {}, {}, {static_cast<int64_t>(g + 1)}));
+    ops[i]->offset = v->offset;
+    ops[i]->row_stride = v->strides[r - 2];
+    ops[i]->batch_strides.assign(v->strides.begin(), v->strides.end() - 2);
+  }
+  NodeRef a = ir::make(Op::ATTENTION, n->dtype, {}, globals, l.args(), n->fval);
+  return ir::make(Op::SINK, n->dtype, {}, {a});
+}
+
+}  // namespace kiln::schedule

@@ -1,0 +1,51 @@
+// The attention kernel in a schedule: an ATTENTION node is a kernel of its own that reads q, k and v
+// where they lie in memory, as strided views (offset, a stride per dim) of realized buffers, such
+// as the heads of a fused qkv projection transposed to (B, H, T, D). Its kernel AST is
+// SINK(ATTENTION(DEFINE_GLOBAL q, DEFINE_GLOBAL k, DEFINE_GLOBAL v)) with the layout below as args
+// and the scale as fval; the output (DEFINE_GLOBAL 0) is contiguous.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "ir/node.h"
+
+namespace kiln::schedule {
+
+// A chain of movement ops (RESHAPE, PERMUTE, EXPAND, SHRINK) over `base`, read as base's memory at
+// offset + sum(index[i] * strides[i]).
+struct StridedView {
+  ir::NodeRef base;
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+};
+// The view n is of the first node under it that is not a movement op or for which `stop` holds
+// (a realized node); nullopt when the chain cannot be strided (a reshape that splits a permuted dim,
+// a pad, a flip).
+std::optional<StridedView> strided_view(const ir::NodeRef& n,
+                                        const std::function<bool(const ir::NodeRef&)>& stop);
+// Whether the attention kernel reads such a view of a q, k or v (..., T, D) as it is: D contiguous,
+// every row 16-byte aligned.
+bool attention_reads(const StridedView& v);
+
+struct AttentionLayout {
+  struct Operand {
+    int64_t offset = 0, row_stride = 0;
+    std::vector<int64_t> batch_strides;
+  };
+  bool causal = false;
+  int64_t tq = 0, tk = 0, d = 0;
+  std::vector<int64_t> batch;  // batch dims of q, k, v and the output (equal)
+  Operand q, k, v;
+
+  std::vector<int64_t> args() const;
+  static AttentionLayout from_args(const std::vector<int64_t>& args);
+};
+
+// The kernel AST of the attention node n whose q, k and v are views of `bases` (global i + 1 reads
+// bases[i]), and the bases; `stop` as in strided_view.
+ir::NodeRef attention_ast(const ir::NodeRef& n, const std::function<bool(const ir::NodeRef&)>& stop,
+                          std::vector<ir::NodeRef>& bases);
+
+}  // namespace kiln::schedule
