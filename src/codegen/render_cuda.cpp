@@ -172,10 +172,7 @@ class CudaRenderer : public RendererBase {
       // Measured on an H100: rows of 1024 to 4095 run best at 16 elements a thread (G7's masked
       // softmax over 1024 keys: G7 1.07 ms against 1.32 with 256 threads); shorter and longer rows
       // keep the sizes below (layernorm over 768 and over 4096 columns: 3-4% slower with fewer).
-      l.block = row >= 4096   ? 512
-                : row >= 1024 ? static_cast<int>(std::min<int64_t>(row / 16, 128)) / 64 * 64
-                : row >= 128  ? 128
-                              : 32;
+      l.block = row >= 4096 ? 512 : row >= 2048 ? 128 : row >= 1024 ? 64 : row >= 128 ? 128 : 32;
       // Few outputs and one long reduce: share each output over blocks, up to ~4 blocks per SM of
       // a 132-SM GPU, each with at least 4 elements per thread.
       int64_t accs = split_.size() == 1 ? static_cast<int64_t>(split_.begin()->second.size()) : 0;
@@ -484,7 +481,6 @@ class CudaRenderer : public RendererBase {
       // the loop that fills the shared row: each thread keeps several loads in flight
       std::string w = laned_.count(static_cast<size_t>(i)) ? " * " + std::to_string(kLanes) : "";
       if (fills_.count(static_cast<size_t>(i))) out("#pragma unroll 8");
-
       out("for (int64_t " + n + " = threadIdx.x" + w + "; " + n + " < " + size + "; " + n + " += blockDim.x" +
           w + ") {");
       set_range_lanes(i);
