@@ -39,7 +39,7 @@ if [ -z "${SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     step "compute-sanitizer --tool $tool"
     compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD"/tests/kiln_tests \
-      --gtest_filter='Cuda.ElementwiseAndBroadcast*:Cuda.ReductionsShortAndLong:Cuda.IntegerAndHalf*:Cuda.MatmulLayernorm*' \
+      --gtest_filter='Cuda.ElementwiseAndBroadcast*:Cuda.ReductionsShortAndLong:Cuda.IntegerAndHalf*:Cuda.MatmulLayernorm*:CudaAttention.FlashKernelMatchesTheReference' \
       > "$OUT/sanitizer_$tool.log" 2>&1
     rc=$?; tail -3 "$OUT/sanitizer_$tool.log"; echo "compute-sanitizer $tool exit $rc"; [ $rc = 0 ] || status=1
   done

@@ -57,7 +57,8 @@ Lowered lower_attention(const NodeRef& ast, Target target) {
   std::snprintf(scale, sizeof scale, "%af",
                 static_cast<double>(static_cast<float>(a->fval * std::numbers::log2e)));
   std::ostringstream s;
-  s << "namespace " << p.symbol << " {\n"
+  const std::string ns = p.symbol + "_impl";  // the kernel itself takes the symbol
+  s << "namespace " << ns << " {\n"
     << "constexpr int D = " << l.d << ", BM = " << t.bm << ", BN = " << t.bn << ", NT = " << t.threads
     << ", NMB = " << nmb << ", TQ = " << l.tq << ", TK = " << l.tk << ";\n"
     << "constexpr long long BATCH = " << batch << ";\n"
@@ -75,11 +76,11 @@ Lowered lower_attention(const NodeRef& ast, Target target) {
       << l.v.batch_strides[i] << "; }\n";
   }
   s << "}\n"
-    << flash_attention_kernel_source() << "}  // namespace " << p.symbol << "\n"
+    << flash_attention_kernel_source() << "}  // namespace " << ns << "\n"
     << "extern \"C\" __global__ void __launch_bounds__(" << t.threads << ", " << t.min_blocks << ") "
     << p.symbol << "(uint16_t* out";
   for (int64_t i = 1; i <= inputs; i++) s << ", const uint16_t* in" << i;
-  s << ") {\n  " << p.symbol << "::flash_forward(out, in" << a->src[0]->ival() << ", in" << a->src[1]->ival()
+  s << ") {\n  " << ns << "::flash_forward(out, in" << a->src[0]->ival() << ", in" << a->src[1]->ival()
     << ", in" << a->src[2]->ival() << ");\n}\n";
   out.source = s.str();
   out.launch.kind = CudaLaunch::Kind::Grid;

@@ -122,7 +122,9 @@ class Linearizer {
     return r;
   }
 
-  // Emits every not-yet-emitted REDUCE over the same ranges as `first` in one loop nest.
+  // Emits every not-yet-emitted REDUCE over the same ranges as `first` in one loop nest; only those
+  // that move with no range `first` does not, since `first` may be emitted before the others' loops
+  // open (hoisted out of an output loop it does not move with).
   void emit_reduce_group(const NodeRef& first) {
     std::vector<NodeRef> ranges(first->src.begin() + 1, first->src.end());
     std::set<int64_t> rids;
@@ -130,7 +132,9 @@ class Linearizer {
     std::vector<NodeRef> group;
     for (auto& n : order_)
       if (n->op == Op::REDUCE && !memo_.count(n.get()) &&
-          std::vector<NodeRef>(n->src.begin() + 1, n->src.end()) == ranges)
+          std::vector<NodeRef>(n->src.begin() + 1, n->src.end()) == ranges &&
+          std::includes(deps_[first.get()].begin(), deps_[first.get()].end(), deps_[n.get()].begin(),
+                        deps_[n.get()].end()))
         group.push_back(n);
     // with lanes, the reduces that move with them keep one accumulator per lane
     bool lanes = std::any_of(group.begin(), group.end(), [&](const NodeRef& red) {

@@ -67,6 +67,14 @@ TEST(Fusion, LayerNormForwardIsOneKernel) {
   EXPECT_TRUE(kiln::testing::expect_matches_reference(F::layer_norm(x, {48}, w, b), 1e-5, 1e-5));
 }
 
+TEST(Fusion, ReducesOfOneSizeThatMoveWithDifferentLoopsStaySeparate) {
+  // a matmul over K = 3 minus a row sum over 3 (attention's backward has this shape): the row sum is
+  // computed before the column loop opens, the matmul's reduce inside it
+  Tensor g = r({5, 3}, 30), k = r({7, 3}, 31), o = r({5, 3}, 32);
+  EXPECT_EQ(kernels_for({g.matmul(k.t()) - (g * o).sum(-1, true)}), 1);
+  EXPECT_EQ(kernels_for({(g * o).sum(-1, true) * g.matmul(k.t()).softmax(-1)}), 2);
+}
+
 TEST(Fusion, ContiguousIsARealizePoint) {
   Tensor x = r({16, 32}, 12);
   EXPECT_EQ(kernels_for({(x * 2).contiguous().t() + 1}), 2);
