@@ -8,9 +8,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-gpu}
 shift || true
-OUT=${OUT:-$PWD/$BUILD/gpu_check}
+case "$BUILD" in /*) ABS=$BUILD ;; *) ABS=$PWD/$BUILD ;; esac
+OUT=${OUT:-$ABS/gpu_check}
 mkdir -p "$OUT"
-export KILN_CACHE_DIR=${KILN_CACHE_DIR:-$PWD/$BUILD/cache}
+export KILN_CACHE_DIR=${KILN_CACHE_DIR:-$ABS/cache}
 JOBS=$(nproc)
 status=0
 step() { echo; echo "=== $*"; }

@@ -100,8 +100,11 @@ int info() {
   std::printf("kernel cache: %s (%lld files, %llu bytes)\n", dir.c_str(), static_cast<long long>(files),
               static_cast<unsigned long long>(bytes));
   const auto& cuda = runtime::cuda::availability();
-  std::printf("CUDA: %s (kernels run on the CPU; the CUDA backend does not run kernels yet)\n%s",
-              cuda.available ? "GPU found" : "not available", runtime::cuda::describe(cuda).c_str());
+  std::printf("CUDA: %s\n%s",
+              cuda.available
+                  ? "available (tensors .to(Device::cuda()), or all with KILN_DEVICE=cuda, run there)"
+                  : "not available",
+              runtime::cuda::describe(cuda).c_str());
   return 0;
 }
 
