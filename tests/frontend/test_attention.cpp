@@ -121,7 +121,8 @@ TEST(Attention, BadArguments) {
       },
       {"broadcast", "(2, 2, 4)", "(3, 3, 4)"});
   Tensor on_gpu = zeros({3, 4}, {.dtype = DType::F64, .device = Device::cuda()});  // lazy: no GPU needed
-  expect_error([&] { sdpa(r({2, 4}, 1), on_gpu, r({3, 4}, 3)); }, {"device", "cpu", "cuda:0"});
+  Tensor q = r({2, 4}, 1).to(Device::cpu()), v = r({3, 4}, 3).to(Device::cpu());   // whatever the default
+  expect_error([&] { sdpa(q, on_gpu, v); }, {"device", "cpu", "cuda:0"});
 }
 
 }  // namespace
