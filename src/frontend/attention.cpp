@@ -1,6 +1,6 @@
-// F::scaled_dot_product_attention: one ATTENTION node in the graph (a kernel of its own where the
-// flash-attention kernel runs), its composite of primitive ops elsewhere, and its gradient; with a
-// mask or dropout, the composite directly.
+// F::scaled_dot_product_attention: one ATTENTION node in the graph where the flash-attention kernel
+// runs, with its gradient; elsewhere (and with a mask or dropout) the composite of primitive ops, so
+// that autograd differentiates the composite and its backward reuses the forward's probabilities.
 #include "frontend/attention.h"
 
 #include <algorithm>
@@ -38,14 +38,14 @@ Tensor attention_composite(const Tensor& q, const Tensor& k, const Tensor& v, bo
   return attention_probs(q, k, causal, scale).matmul(v);
 }
 
+// The kernel keeps no scores: the probabilities are recomputed, then softmax's own backward.
 std::vector<std::optional<Tensor>> attention_backward(const NodeRef& n, const Tensor& g) {
-  Tensor q(n->src[0]), k(n->src[1]), v(n->src[2]), o(n);
+  Tensor q(n->src[0]), k(n->src[1]), v(n->src[2]);
   bool causal = n->arg[0] != 0;
   double scale = n->fval;
   Tensor p = attention_probs(q, k, causal, scale);
-  // rowsum(dP * P) is rowsum(dO * O): a (Tq, 1) reduction over Dv instead of one over Tk
-  Tensor d = (g * o).sum(-1, true);
-  Tensor ds = p * (g.matmul(v.transpose(-2, -1)) - d);
+  Tensor dp = g.matmul(v.transpose(-2, -1));
+  Tensor ds = p * (dp - (dp * p).sum(-1, true));
   return {ds.matmul(k) * scale, ds.transpose(-2, -1).matmul(q) * scale, p.transpose(-2, -1).matmul(g)};
 }
 
@@ -128,8 +128,13 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   };
   Shape out = batch;
   out.insert(out.end(), {query.size(-2), value.size(-1)});
-  return Tensor(ir::make(ir::Op::ATTENTION, query.dtype(), out, {expand(query), expand(key), expand(value)},
-                         {options.is_causal ? 1 : 0}, scale));
+  ir::NodeRef node =
+      ir::make(ir::Op::ATTENTION, query.dtype(), out, {expand(query), expand(key), expand(value)},
+               {options.is_causal ? 1 : 0}, scale);
+  if (!frontend::attention_kernel_runs(node))
+    return frontend::attention_composite(Tensor(node->src[0]), Tensor(node->src[1]), Tensor(node->src[2]),
+                                         options.is_causal, scale);
+  return Tensor(node);
 }
 
 }  // namespace nn::functional

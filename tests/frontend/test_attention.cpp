@@ -1,6 +1,6 @@
-// F::scaled_dot_product_attention on the CPU: one ATTENTION node that compiles to its composite,
-// checked against the reference interpreter (which evaluates the node itself in f64), its
-// gradients against finite differences, and its argument errors.
+// F::scaled_dot_product_attention on the CPU, where it is the composite of matmuls and a softmax,
+// and the ATTENTION node a GPU's kernel computes: checked against the reference interpreter (which
+// evaluates the node itself in f64), gradients against finite differences, and argument errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,10 +23,27 @@ namespace {
 
 Tensor r(const Shape& s, uint64_t seed, DType t = DType::F64) { return random_tensor(s, t, -1, 1, seed); }
 
-TEST(Attention, IsOneGraphNode) {
+// an ATTENTION node as a GPU's kernel takes it: q, k, v of one batch shape
+Tensor attention_node(const Ts& x, bool causal, double scale) {
+  Shape out = x[0].shape();
+  out.back() = x[2].shape().back();
+  return Tensor(ir::make(ir::Op::ATTENTION, x[0].dtype(), out, {x[0].node(), x[1].node(), x[2].node()},
+                         {causal ? 1 : 0}, scale));
+}
+
+TEST(Attention, IsTheCompositeWhereNoKernelRuns) {
   Tensor y = F::scaled_dot_product_attention(r({2, 5, 4}, 1), r({2, 5, 4}, 2), r({2, 5, 4}, 3));
-  EXPECT_EQ(y.node()->op, ir::Op::ATTENTION);
+  EXPECT_NE(y.node()->op, ir::Op::ATTENTION) << "autograd differentiates the composite on the CPU";
   EXPECT_EQ(y.shape(), (Shape{2, 5, 4}));
+  // the node itself (what a GPU runs as one kernel): the rewrite puts the composite in its place on
+  // the CPU, the reference interpreter evaluates the node, and its own gradient rule holds
+  for (bool causal : {false, true}) {
+    Ts x{r({2, 6, 4}, 4), r({2, 5, 4}, 5), r({2, 5, 3}, 6)};
+    Tensor a = attention_node(x, causal, 0.4);
+    EXPECT_EQ(a.node()->op, ir::Op::ATTENTION);
+    EXPECT_TRUE(expect_matches_reference(a));
+    expect_gradients_match([causal](const Ts& in) { return attention_node(in, causal, 0.4); }, x, 7);
+  }
 }
 
 TEST(Attention, MatchesTheReference) {
