@@ -206,14 +206,23 @@ struct Reduce {
     auto ba = a.bind(l);
     return Reduce<Dim, Max, decltype(ba)>{ba};
   }
+  static float combine(float acc, float v) { return Max ? (v > acc || v != v ? v : acc) : acc + v; }
   float at(int i, int j) const {
-    if ((Dim == 0 && i != 0) || (Dim == 1 && j != 0)) return 0.0f;
     constexpr int n = (Dim == 0 ? A::rows : A::cols) * kTile;
-    float acc = Max ? -inf() : 0.0f;
-    for (int k = 0; k < n; k++) {
-      float v = Dim == 0 ? a.at(k, j) : a.at(i, k);
-      acc = Max ? (v > acc || v != v ? v : acc) : acc + v;
+#ifdef KILN_TILE_CUDA
+    if constexpr (Dim == 1) {
+      // every lane of a warp evaluates the same element row (stores give a warp 32 consecutive
+      // columns of one row): the lanes split the row and combine by shuffles
+      const int lane = static_cast<int>(threadIdx.x & 31);
+      float acc = Max ? -inf() : 0.0f;
+      for (int k = lane; k < n; k += 32) acc = combine(acc, a.at(i, k));
+      for (int o = 16; o > 0; o >>= 1) acc = combine(acc, __shfl_xor_sync(0xffffffffu, acc, o));
+      return j == 0 ? acc : 0.0f;
     }
+#endif
+    if ((Dim == 0 && i != 0) || (Dim == 1 && j != 0)) return 0.0f;
+    float acc = Max ? -inf() : 0.0f;
+    for (int k = 0; k < n; k++) acc = combine(acc, Dim == 0 ? a.at(k, j) : a.at(i, k));
     return acc;
   }
 };
