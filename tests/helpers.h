@@ -43,6 +43,16 @@ std::string error_of(const std::function<void()>& f);
 // Compares the values of t (realizing it) to `want`, with the same rules.
 bool expect_values(const Tensor& t, const std::vector<double>& want, double rtol = 0, double atol = 0);
 
+// A fixture for tests that need a GPU: skipped, with the reason, where no CUDA GPU is usable.
+class GpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!cuda_available(&why)) GTEST_SKIP() << "no usable CUDA GPU: " << why;
+  }
+  const Device gpu = Device::cuda();
+};
+
 // Causal self-attention as a GPT block writes it, over a (B, T, 3C) projection: q, k and v are
 // strided views of it, scaled scores are masked and softmaxed around the two matmuls. Returns
 // (B, T, C).

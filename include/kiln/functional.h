@@ -94,9 +94,10 @@ struct AttentionOptions {
   std::optional<double> scale = std::nullopt;      // of the scores; default 1 / sqrt(D)
 };
 // softmax(query key^T * scale [+ mask]) value, as PyTorch's: query (..., Tq, D), key (..., Tk, D),
-// value (..., Tk, Dv) -> (..., Tq, Dv); batch dims broadcast. Without a mask or dropout it is one op
-// of the graph: a flash-attention kernel on CUDA for f16/bf16 with D == Dv in {64, 128}, matmuls and
-// a softmax elsewhere; with them, matmuls and a softmax.
+// value (..., Tk, Dv) -> (..., Tq, Dv); batch dims broadcast. Where the flash-attention kernel runs
+// (CUDA, sm_80 or newer, f16/bf16, D == Dv in {64, 128}, no mask, no dropout) it is one op of the
+// graph and one kernel; elsewhere it is matmuls around a softmax, which fuse and differentiate as
+// any other ops.
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const AttentionOptions& options = {});
 

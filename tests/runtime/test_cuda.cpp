@@ -20,13 +20,8 @@ namespace F = kiln::nn::functional;
 
 namespace {
 
-class Cuda : public ::testing::Test {
+class Cuda : public kiln::testing::GpuTest {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!cuda_available(&why)) GTEST_SKIP() << "no usable CUDA GPU: " << why;
-  }
-  const Device gpu = Device::cuda();
   Tensor on_gpu(const Shape& s, DType t = DType::F32, double lo = -2, double hi = 2, uint64_t seed = 1) {
     return random_tensor(s, t, lo, hi, seed).to(gpu);
   }

@@ -17,13 +17,8 @@ namespace F = kiln::nn::functional;
 
 namespace {
 
-class CudaAttention : public ::testing::Test {
+class CudaAttention : public kiln::testing::GpuTest {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!cuda_available(&why)) GTEST_SKIP() << "no usable CUDA GPU: " << why;
-  }
-  const Device gpu = Device::cuda();
   Tensor on_gpu(const Shape& s, DType t, uint64_t seed) {
     return random_tensor(s, t, -1, 1, seed).to(gpu).realize();
   }
