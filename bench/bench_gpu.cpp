@@ -220,7 +220,7 @@ Timing time_wall(const std::function<void()>& fn, int reps = 20, int warmup = 3)
   return {wall[wall.size() / 2], wall[wall.size() / 2]};
 }
 
-void tile_layernorm(int64_t N, int64_t C, bool fwdbwd) {
+void tile_layernorm(int64_t N, int64_t C, bool fwdbwd, bool single = true) {
   int cores = 264;
   Tensor x = rnd({N, C}, {.device = gpu}), w = rnd({C}, {.device = gpu}), bb = rnd({C}, {.device = gpu}),
          dy = rnd({N, C}, {.device = gpu});
@@ -239,6 +239,7 @@ void tile_layernorm(int64_t N, int64_t C, bool fwdbwd) {
        {std::tuple{tile::WeightGrads::SingleCore, "single", tile::Grid::cores(1)},
         std::tuple{tile::WeightGrads::OverColumns, "cols", tile::Grid::cores(132)},  // all resident at once
         std::tuple{tile::WeightGrads::OverRows, "rows_grid", tile::Grid::grid2d(8, 16)}}) {
+    if (strategy == tile::WeightGrads::SingleCore && !single) continue;
     if (strategy == tile::WeightGrads::SingleCore && N * C > (int64_t{1} << 23)) {
       // one core for the whole backward: run once, timed, as the reference point
       auto t0 = std::chrono::steady_clock::now();
@@ -305,6 +306,7 @@ int main(int argc, char** argv) {
   if (on("G6")) g6(2048);
   if (on("G7")) g7();
   if (on("G6big")) g6(8192);
+  if (on("tile_ln") && !on("tile")) tile_layernorm(32768, 768, true, false);  // G2/G3, no single core
   if (on("tile")) {
     try {
       tile_kernels();

@@ -31,6 +31,9 @@ struct Grid {
 // How an accessor's slices count: whole 32x32 tiles (edge tiles of unaligned tensors are padded on
 // read and clipped on write) or single elements (any rectangle that fits a block).
 enum class Indexing { Tiles, Elements };
+// What an output holds before a run: zeros, or (Fill::None, for outputs the kernel writes whole)
+// whatever the GPU's allocator hands out; the CPU backend always zero-fills.
+enum class Fill { Zeros, None };
 
 // One core's share of a split: units [start, start + count).
 struct Work {
@@ -53,8 +56,9 @@ class Program {
   // Tensors are seen by kernels as 2D (all leading dims, last dim). Inputs are read-only (any
   // float tensor; f32 and bf16 kernels); binding a name again replaces the tensor.
   Program& input(const std::string& name, const Tensor& t, Indexing indexing = Indexing::Tiles);
-  // An output written by the kernel; zero-filled before each run.
-  Program& output(const std::string& name, Shape shape, DType dtype, Indexing indexing = Indexing::Tiles);
+  // An output written by the kernel; zero-filled before each run unless `fill` says otherwise.
+  Program& output(const std::string& name, Shape shape, DType dtype, Indexing indexing = Indexing::Tiles,
+                  Fill fill = Fill::Zeros);
   // A circular buffer named `name` in kernels, of blocks of rows x cols tiles.
   Program& cb(const std::string& name, int rows, int cols, DType dtype, int buffer_factor = 2);
   Program& semaphore(const std::string& name);
@@ -68,7 +72,8 @@ class Program {
   Program& roles(std::vector<std::string> data_movement, std::string compute);
 
   // Shared memory the CBs declared so far take per core on the GPU: blocks x buffer factors plus
-  // the GPU backend's barriers (16 bytes per buffer slot, the whole 128-byte aligned).
+  // the GPU backend's barriers and counters (32 bytes per buffer slot and 24 per CB per warp, the
+  // whole 128-byte aligned).
   int64_t cb_bytes() const;
   // What a program's CBs may take per core: kSharedMemoryPerBlock less the runtime's own
   // per-block state. run() throws beyond it (on the GPU: the device's own shared memory, less that).

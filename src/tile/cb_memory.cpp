@@ -1,5 +1,7 @@
 // A program's CB memory per core: the layout the GPU backend gives the CBs in a thread block's
 // shared memory, and the check, run by every backend before a launch, that it fits.
+#include <cstdlib>
+
 #include "kiln/error.h"
 #include "tile/program_desc.h"
 
@@ -14,11 +16,12 @@ size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 CBLayout layout_cbs(const Program::Desc& d) {
   CBLayout l;
   l.cbs.resize(d.cbs.size());
-  // every CB's full/empty mbarriers first, then each ring, 128-byte aligned
+  // every CB's barriers and per-warp counters first, then each ring, 128-byte aligned
   size_t off = 0;
+  const size_t counters = kCounterBytesPerWarp * static_cast<size_t>(cuda_warps(d));
   for (size_t i = 0; i < d.cbs.size(); i++) {
     l.cbs[i].barrier_offset = off;
-    off += kBarrierBytesPerSlot * static_cast<size_t>(d.cbs[i].buffer_factor);
+    off += kBarrierBytesPerSlot * static_cast<size_t>(d.cbs[i].buffer_factor) + counters;
   }
   off = align_up(off, 128);
   l.barrier_bytes = off;
@@ -33,6 +36,15 @@ CBLayout layout_cbs(const Program::Desc& d) {
 }
 
 int64_t cb_memory_limit(int64_t shared_per_block) { return shared_per_block - kStaticSharedReserve; }
+
+int cuda_compute_warps() {
+  static const int warps = [] {
+    const char* v = std::getenv("KILN_TILE_COMPUTE_WARPS");
+    int n = v ? std::atoi(v) : 4;
+    return n == 1 || n == 2 || n == 4 || n == 8 || n == 16 ? n : 4;
+  }();
+  return warps;
+}
 
 void check_cb_memory(const Program::Desc& d, const CBLayout& l, int64_t shared_per_block,
                      const std::string& device) {
@@ -54,8 +66,11 @@ void check_cb_memory(const Program::Desc& d, const CBLayout& l, int64_t shared_p
            dtype_name(c.dtype) + " x buffer factor " + std::to_string(c.buffer_factor) + " = " +
            std::to_string(l.cbs[i].block_bytes * c.buffer_factor) + " bytes";
   }
-  msg += "\n  mbarriers: " + std::to_string(kBarrierBytesPerSlot) + " bytes per buffer slot x " +
-         std::to_string(slots) + " slots, 128-byte aligned = " + std::to_string(l.barrier_bytes) + " bytes";
+  msg += "\n  barriers and counters: " + std::to_string(kBarrierBytesPerSlot) + " bytes per buffer slot x " +
+         std::to_string(slots) + " slots + " + std::to_string(kCounterBytesPerWarp) +
+         " bytes per CB per warp x " + std::to_string(d.cbs.size()) + " CBs x " +
+         std::to_string(cuda_warps(d)) + " warps, 128-byte aligned = " + std::to_string(l.barrier_bytes) +
+         " bytes";
   msg += "\n  total " + std::to_string(l.total) + " bytes, limit " + std::to_string(limit) + " bytes";
   throw Error(msg);
 }

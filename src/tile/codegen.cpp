@@ -28,7 +28,7 @@ std::string generate_source(const Program::Desc& d, Target target) {
   s += "#define KILN_TILE_GRID_COLS " + std::to_string(d.grid.cols) + "\n";
   if (cuda) {
     s += "#define KILN_TILE_CUDA 1\n";
-    s += "#define KILN_TILE_COMPUTE_WARPS " + std::to_string(kCudaComputeWarps) + "\n";
+    s += "#define KILN_TILE_COMPUTE_WARPS " + std::to_string(cuda_compute_warps()) + "\n";
     s += "#define KILN_TILE_DM_ROLES " + std::to_string(d.dm_roles.size()) + "\n";
   }
   s += "#include <kiln/tile/kernel.h>\nusing namespace kiln::tile;\n";
@@ -59,12 +59,13 @@ std::string generate_source(const Program::Desc& d, Target target) {
   s += "#line 1 \"<kiln tile entry>\"\n";
   if (cuda) {
     s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(cuda_threads(d)) + ") " +
-         std::string(kCudaEntry) + "(const kiln::tile::cuda_abi::Params* params) {\n";
+         std::string(kCudaEntry) + "(const __grid_constant__ kiln::tile::cuda_abi::Params params) {\n";
     s += "  kiln::tile::cuda::block_start(params);\n";
     s += "  const int role = kiln::tile::cuda::role();\n";
     for (size_t r = 0; r < d.dm_roles.size(); r++)
       s += "  if (role == " + std::to_string(r) + ") " + d.dm_roles[r] + "();\n";
-    s += "  if (role == " + std::to_string(d.dm_roles.size()) + ") " + d.compute_role + "();\n}\n";
+    s += "  if (role == " + std::to_string(d.dm_roles.size()) + ") " + d.compute_role + "();\n";
+    s += "  kiln::tile::cuda::role_end();\n}\n";
     return s;
   }
   s += "extern \"C\" int kiln_tile_entry(const kiln::tile::abi::Runtime* rt, kiln::tile::abi::RoleFn* roles) "

@@ -83,10 +83,10 @@ Program& Program::input(const std::string& name, const Tensor& t, Indexing index
   return *this;
 }
 
-Program& Program::output(const std::string& name, Shape shape, DType dtype, Indexing indexing) {
+Program& Program::output(const std::string& name, Shape shape, DType dtype, Indexing indexing, Fill fill) {
   check_new_name(*d_, name);
   check_dtype(*d_, "output '" + name + "'", dtype);
-  d_->tensors.push_back(TensorDecl{name, dtype, indexing, true, Tensor(), std::move(shape)});
+  d_->tensors.push_back(TensorDecl{name, dtype, indexing, true, Tensor(), std::move(shape), fill});
   return *this;
 }
 

@@ -15,6 +15,7 @@ struct TensorDecl {
   bool output;
   Tensor value;  // inputs: the bound tensor; outputs: the result after run()
   Shape shape;   // outputs
+  Fill fill = Fill::Zeros;
 };
 
 struct CBDecl {
@@ -38,20 +39,24 @@ struct Program::Desc {
 };
 
 enum class Target { Cpu, Cuda };
-// On CUDA a core is a thread block: the compute role on this many warps, each data-movement role on
-// one more warp (include/kiln/tile/cuda_device.h).
-inline constexpr int kCudaComputeWarps = 4;
-inline int cuda_threads(const Program::Desc& d) {
-  return 32 * (kCudaComputeWarps + static_cast<int>(d.dm_roles.size()));
+// On CUDA a core is a thread block: the compute role on cuda_compute_warps() warps (4, or
+// KILN_TILE_COMPUTE_WARPS: 1, 2, 4, 8 or 16), each data-movement role on one more warp
+// (include/kiln/tile/cuda_device.h).
+int cuda_compute_warps();
+inline int cuda_warps(const Program::Desc& d) {
+  return cuda_compute_warps() + static_cast<int>(d.dm_roles.size());
 }
+inline int cuda_threads(const Program::Desc& d) { return 32 * cuda_warps(d); }
 inline constexpr const char* kCudaEntry = "kiln_tile_main";
 
 // ---- CB memory per core (src/tile/cb_memory.cpp) ----
-// On the GPU a core's CBs are rings in its thread block's shared memory, each ring slot guarded by a
-// full and an empty mbarrier (8 bytes each); the runtime's own per-block state (BlockState in
-// cuda_device.h) is static shared memory, well under kStaticSharedReserve.
-inline constexpr size_t kBarrierBytesPerSlot = 16;
-inline constexpr int64_t kStaticSharedReserve = 2048;
+// On the GPU a core's CBs are rings in its thread block's shared memory. Each ring slot has a full,
+// an empty and a dma mbarrier and a DMA count (8 bytes each); each CB keeps a set of counters per
+// warp. The runtime's own per-block state (the launch parameters and BlockState in cuda_device.h)
+// is static shared memory, under kStaticSharedReserve.
+inline constexpr size_t kBarrierBytesPerSlot = 32;
+inline constexpr size_t kCounterBytesPerWarp = 24;
+inline constexpr int64_t kStaticSharedReserve = 2048;  // cuda_device.h asserts its state fits
 struct CBLayout {
   struct Ring {
     size_t barrier_offset;  // of full[slots] then empty[slots]

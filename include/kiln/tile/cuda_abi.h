@@ -42,6 +42,7 @@ enum ErrorKind : int {
   kInputWrite = 8,  // DMA into an input tensor
   kFail = 9,        // the kernel called fail()
   kBadId = 10,      // CB / semaphore / tensor id out of range
+  kWaitDma = 11,    // a DMA read into a block never completed
 };
 
 struct ErrorRecord {
@@ -71,7 +72,8 @@ struct Params {
   unsigned long long timeout_ns;
   int ntensors, ncbs, nargs, nsems;
   int cores, grid_cols;
-  int pad[2];
+  unsigned barrier_bytes;  // the CBs' barriers and counters at the start of dynamic shared memory
+  int pad;
 };
 
 }  // namespace kiln::tile::cuda_abi

@@ -2,13 +2,16 @@
 // generated prelude defines KILN_TILE_CUDA). A core is a thread block: the compute role runs on
 // KILN_TILE_COMPUTE_WARPS warps (warps 0.., so a future wgmma warpgroup starts at warp 0), each
 // data-movement role on one warp after them. Every thread of a role runs the role's code with the
-// same control flow (kernel code depends only on block-uniform values), so every operation below
-// is collective over the role: one leader thread touches counters and barriers, the rest join at
-// role barriers. CBs are rings in dynamic shared memory; each slot has a `full` and an `empty`
-// mbarrier (arrival count 1: the leader arrives after a role barrier, which orders the other
-// threads' accesses before its release). Semaphores and multicast mailboxes live in global memory.
-// Every wait has a watchdog: past the launch's timeout the leader writes an error record, raises the
-// launch-wide abort flag and the whole role exits; other roles stop at their next wait.
+// same control flow (kernel code depends only on block-uniform values).
+// CBs are rings in dynamic shared memory. Each slot has a `full` and an `empty` mbarrier and a `dma`
+// one; every warp keeps its own CB counters, so CB operations never synchronize a role's warps with
+// each other: each warp waits on the barrier itself and its lane 0 arrives for it (a role's warps
+// together arrive KILN_TILE_COMPUTE_WARPS times). DMA reads are bulk copies (the TMA engine,
+// cp.async.bulk) that complete the slot's `dma` barrier by transaction bytes; DMA writes are bulk
+// copies from shared memory to global memory. Slices the bulk engine cannot copy (unaligned rows)
+// move element by element. Semaphores and multicast mailboxes live in global memory.
+// Every wait has a watchdog: past the launch's timeout the role's leader writes an error record,
+// raises the launch-wide abort flag and the whole role exits; other roles stop at their next wait.
 #pragma once
 #include "kiln/tile/abi.h"
 #include "kiln/tile/cuda_abi.h"
@@ -24,17 +27,18 @@ namespace kiln::tile::cuda {
 
 inline constexpr int kComputeThreads = KILN_TILE_COMPUTE_WARPS * 32;
 inline constexpr int kThreads = kComputeThreads + KILN_TILE_DM_ROLES * 32;
+inline constexpr int kWarps = KILN_TILE_COMPUTE_WARPS + KILN_TILE_DM_ROLES;
 inline constexpr int kRoles = KILN_TILE_DM_ROLES + 1;
 
-struct CBCounters {
-  unsigned reserved, pushed, waited, popped, received;  // blocks handed out by this core so far
+// A warp's count of the blocks it took through each CB operation so far (host layout: 24 bytes per
+// CB per warp, after the CB's barriers).
+struct WarpCounters {
+  unsigned reserved, pushed, waited, popped, received, pad;
 };
 
 struct BlockState {
-  const cuda_abi::Params* p;
   int core;
   long long bcast[kRoles];  // a value the role's leader hands to the rest of the role
-  CBCounters cb[cuda_abi::kMaxCBs];
 };
 
 // 16 bytes moved as one vector access (shared and global addresses here are 16-byte aligned).
@@ -44,14 +48,20 @@ struct alignas(16) Vec16 {
 
 }  // namespace kiln::tile::cuda
 
+// the host reserves 2048 bytes of shared memory for this state (kStaticSharedReserve)
+static_assert(sizeof(kiln::tile::cuda_abi::Params) + sizeof(kiln::tile::cuda::BlockState) <= 2048,
+              "kiln.tile: the runtime's per-block state outgrew its shared-memory reserve");
+
+// The launch parameters, copied from the kernel's argument into shared memory at block start.
+__shared__ kiln::tile::cuda_abi::Params kiln_tile_params;
 __shared__ kiln::tile::cuda::BlockState kiln_tile_block;
-// CB rings and their mbarriers (host layout); aligned for mbarriers (8) and 16-byte copies
+// CB barriers, counters and rings (host layout); aligned for mbarriers (8) and bulk copies (16)
 extern __shared__ __align__(128) unsigned char kiln_tile_smem[];
 
 namespace kiln::tile::cuda {
 
 // ---- who am I ----
-inline const cuda_abi::Params& P() { return *kiln_tile_block.p; }
+inline const cuda_abi::Params& P() { return kiln_tile_params; }
 inline bool is_compute() { return threadIdx.x < kComputeThreads; }
 // data-movement roles 0..KILN_TILE_DM_ROLES-1, then compute (the host's role order)
 inline int role() {
@@ -62,6 +72,11 @@ inline int role_rank() {
 }
 inline int role_size() { return is_compute() ? kComputeThreads : 32; }
 inline bool leader() { return role_rank() == 0; }
+inline int warp() { return static_cast<int>(threadIdx.x / 32); }
+inline int lane() { return static_cast<int>(threadIdx.x & 31); }
+// Arrivals a warp of the calling role makes on a CB barrier: every role arrives
+// KILN_TILE_COMPUTE_WARPS times in all.
+inline unsigned arrivals() { return is_compute() ? 1u : static_cast<unsigned>(KILN_TILE_COMPUTE_WARPS); }
 
 // A barrier over the calling role's threads; orders their shared and global accesses. Named
 // barrier 1 for the compute warps (0 is __syncthreads), non-.aligned because the leader may arrive
@@ -88,8 +103,12 @@ inline unsigned long long now_ns() {
 inline void mbar_init(unsigned addr, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(addr), "r"(count) : "memory");
 }
-inline void mbar_arrive(unsigned addr) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(addr) : "memory");
+inline void mbar_arrive(unsigned addr, unsigned count) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(addr), "r"(count) : "memory");
+}
+// The current phase also waits for `bytes` of bulk copies to complete on the barrier.
+inline void mbar_expect_tx(unsigned addr, unsigned bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(addr), "r"(bytes) : "memory");
 }
 // Whether the phase of parity `parity` has completed (acquire on success).
 inline bool mbar_done(unsigned addr, unsigned parity) {
@@ -101,12 +120,43 @@ inline bool mbar_done(unsigned addr, unsigned parity) {
       : "memory");
   return ok != 0;
 }
-inline unsigned full_bar(int cb, unsigned slot) {
-  return smem_addr(kiln_tile_smem + P().cbs[cb].barrier_offset) + slot * 8;
-}
+// A CB's barrier region (host layout, src/tile/cb_memory.cpp): full[slots], empty[slots],
+// dma[slots] (mbarriers), dma_count[slots] (8 bytes each), then a WarpCounters per warp.
+inline unsigned char* cb_region(int cb) { return kiln_tile_smem + P().cbs[cb].barrier_offset; }
+inline unsigned full_bar(int cb, unsigned slot) { return smem_addr(cb_region(cb)) + slot * 8; }
 inline unsigned empty_bar(int cb, unsigned slot) {
-  return smem_addr(kiln_tile_smem + P().cbs[cb].barrier_offset) + (P().cbs[cb].slots + slot) * 8;
+  return smem_addr(cb_region(cb)) + (P().cbs[cb].slots + slot) * 8;
 }
+inline unsigned dma_bar(int cb, unsigned slot) {
+  return smem_addr(cb_region(cb)) + (2 * P().cbs[cb].slots + slot) * 8;
+}
+inline unsigned* dma_count(int cb, unsigned slot) {
+  return reinterpret_cast<unsigned*>(cb_region(cb) + (3 * P().cbs[cb].slots + slot) * 8);
+}
+inline WarpCounters& counters(int cb) {
+  return reinterpret_cast<WarpCounters*>(cb_region(cb) + 32 * P().cbs[cb].slots)[warp()];
+}
+
+// ---- bulk copies (the TMA engine) ----
+// global -> shared, completing `bytes` on the mbarrier at `bar`; sizes and addresses 16-byte aligned
+inline void bulk_read(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
+// shared -> global, in this thread's current bulk group
+inline void bulk_write(void* dst, unsigned src, unsigned bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(src), "r"(bytes)
+               : "memory");
+}
+inline void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// This thread's bulk writes have read their shared memory (the blocks may change again).
+inline void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+// This thread's bulk writes are done and visible in global memory.
+inline void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+// Orders this thread's shared-memory writes (and those it has observed) before later bulk copies.
+inline void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
 // ---- global memory helpers: L2-coherent reads (data another block wrote) ----
 inline unsigned ld_cg_u32(const void* p) {
@@ -129,10 +179,6 @@ inline Vec16 ld_cg_v4(const void* p) {
 }
 inline long long ld_volatile(const long long* p) { return *static_cast<const volatile long long*>(p); }
 inline unsigned ld_volatile(const unsigned* p) { return *static_cast<const volatile unsigned*>(p); }
-inline void cp_async16(unsigned dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
-}
-inline void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 // ---- failures and the watchdog ----
 inline void copy_file(char* dst, const char* src) {
@@ -142,7 +188,7 @@ inline void copy_file(char* dst, const char* src) {
   dst[i] = 0;
 }
 
-// Leader only: appends a record to the launch's error log and raises the abort flag.
+// One thread: appends a record to the launch's error log and raises the abort flag.
 inline void record(int kind, int object, abi::Loc at, long long v0 = 0, long long v1 = 0, long long v2 = 0,
                    long long v3 = 0) {
   auto* log = reinterpret_cast<cuda_abi::ErrorLog*>(P().errors);
@@ -203,6 +249,33 @@ inline void wait_until(Ready ready, int kind, int object, abi::Loc at, long long
   if (stop) stop_thread();
 }
 
+// Every lane of the calling warp waits for the phase of `parity` of the mbarrier at `bar` (each
+// acquires it). The decision to give up is the warp's (lane 0's): past the timeout, or when another
+// role failed and the phase did not complete within a grace period (so no warp of a role stops where
+// another went on), the role's leader records the wait and the warp stops.
+inline void wait_phase(unsigned bar, unsigned parity, int kind, int object, abi::Loc at, long long v0 = 0) {
+  if (__all_sync(0xffffffffu, mbar_done(bar, parity))) return;
+  const unsigned long long start = now_ns();
+  unsigned long long grace_end = 0;
+  for (unsigned n = 0;; n++) {
+    if (__all_sync(0xffffffffu, mbar_done(bar, parity))) return;
+    if ((n & 15) != 15) continue;
+    int verdict = 0;  // 1: timed out, 2: give up after another role's failure
+    if (lane() == 0) {
+      unsigned long long t = now_ns();
+      if (t - start > P().timeout_ns) {
+        verdict = 1;
+      } else if (aborted()) {
+        if (grace_end == 0) grace_end = t + 1000000ull;
+        if (t > grace_end) verdict = 2;
+      }
+    }
+    verdict = __shfl_sync(0xffffffffu, verdict, 0);
+    if (verdict != 0 && leader()) record(kind, object, at, v0);
+    if (verdict != 0) stop_thread();
+  }
+}
+
 inline void check_cb(int id, abi::Loc at) {
   if (id < 0 || id >= P().ncbs) fail_role(cuda_abi::kBadId, id, at, 0);
 }
@@ -226,52 +299,72 @@ inline unsigned char* slot_data(int cb, int slot) {
   return kiln_tile_smem + P().cbs[cb].data_offset + static_cast<unsigned>(slot) * P().cbs[cb].block_bytes;
 }
 
+// Lane 0 moves the warp's counter on once every lane has read it.
+inline void count(unsigned& counter, unsigned next) {
+  __syncwarp();
+  if (lane() == 0) counter = next;
+  __syncwarp();
+}
+
+// The slot's DMA reads have landed (a block pushed without waiting its DMA still publishes
+// complete data).
+inline void settle_dma(int cb, unsigned slot, abi::Loc at) {
+  unsigned issued = *dma_count(cb, slot);
+  if (issued > 0) wait_phase(dma_bar(cb, slot), (issued - 1) & 1, cuda_abi::kWaitDma, cb, at);
+}
+
 inline abi::BlockRef cb_reserve(int id, abi::Loc at) {
   check_cb(id, at);
-  role_sync();
-  unsigned n = P().cbs[id].slots, k = kiln_tile_block.cb[id].reserved, slot = k % n;
+  WarpCounters& c = counters(id);
+  unsigned n = P().cbs[id].slots, k = c.reserved, slot = k % n;
   // the first pass over the ring finds every slot free: waiting on parity 1 of a fresh barrier
   // returns at once
-  unsigned bar = empty_bar(id, slot), parity = ((k / n) & 1) ^ 1;
-  wait_until([&] { return mbar_done(bar, parity); }, cuda_abi::kWaitReserve, id, at, n);
-  if (leader()) kiln_tile_block.cb[id].reserved = k + 1;
+  wait_phase(empty_bar(id, slot), ((k / n) & 1) ^ 1, cuda_abi::kWaitReserve, id, at, n);
+  count(c.reserved, k + 1);
   return abi::BlockRef{id, static_cast<int>(slot), k};
 }
 
 inline void cb_push(int id, abi::Loc at) {
   check_cb(id, at);
-  cp_async_wait_all();  // a push without waiting its DMA still publishes complete data
-  role_sync();
-  if (leader()) {
-    unsigned k = kiln_tile_block.cb[id].pushed++;
-    mbar_arrive(full_bar(id, k % P().cbs[id].slots));
+  WarpCounters& c = counters(id);
+  unsigned k = c.pushed, slot = k % P().cbs[id].slots;
+  settle_dma(id, slot, at);
+  __syncwarp();  // the warp's writes to the block come before lane 0's arrival (a release)
+  if (lane() == 0) {
+    c.pushed = k + 1;
+    mbar_arrive(full_bar(id, slot), arrivals());
   }
+  __syncwarp();
 }
 
 inline abi::BlockRef cb_wait(int id, abi::Loc at) {
   check_cb(id, at);
-  role_sync();
-  unsigned n = P().cbs[id].slots, k = kiln_tile_block.cb[id].waited, slot = k % n;
-  unsigned bar = full_bar(id, slot), parity = (k / n) & 1;
-  wait_until([&] { return mbar_done(bar, parity); }, cuda_abi::kWaitBlock, id, at, n);
-  if (leader()) kiln_tile_block.cb[id].waited = k + 1;
+  WarpCounters& c = counters(id);
+  unsigned n = P().cbs[id].slots, k = c.waited, slot = k % n;
+  wait_phase(full_bar(id, slot), (k / n) & 1, cuda_abi::kWaitBlock, id, at, n);
+  count(c.waited, k + 1);
   return abi::BlockRef{id, static_cast<int>(slot), k};
 }
 
 inline void cb_pop(int id, abi::Loc at) {
   check_cb(id, at);
-  role_sync();  // every thread is done with the block
-  if (leader()) {
-    unsigned k = kiln_tile_block.cb[id].popped++;
-    mbar_arrive(empty_bar(id, k % P().cbs[id].slots));
+  WarpCounters& c = counters(id);
+  unsigned k = c.popped;
+  bulk_wait_read();  // bulk writes out of the block have read it
+  __syncwarp();      // every lane is done with the block
+  if (lane() == 0) {
+    c.popped = k + 1;
+    mbar_arrive(empty_bar(id, k % P().cbs[id].slots), arrivals());
   }
+  __syncwarp();
 }
 
 inline void* block_data(abi::BlockRef b, int, abi::Loc) { return slot_data(b.cb, b.slot); }
 
 // ---- DMA between tensors and blocks ----
 struct Rect {
-  long long r0, c0, rows, cols;  // elements; rows/cols clipped to the tensor
+  long long r0, c0;  // elements
+  int rows, cols;    // clipped to the tensor (at most a block's)
 };
 
 // The element rectangle of a slice, with the CPU backend's checks (a bad slice would fault).
@@ -284,92 +377,114 @@ inline Rect slice_rect(int t, const cuda_abi::CBParam& cb, int cbid, abi::Slice 
         s.col + s.cols > C)
       fail_role(cuda_abi::kBadSlice, t * 64 + cbid, at, s.row, s.col, s.rows, s.cols);
     long long r0 = s.row * 32, c0 = s.col * 32, h = s.rows * 32, w = s.cols * 32;
-    return Rect{r0, c0, h < v.rows - r0 ? h : v.rows - r0, w < v.cols - c0 ? w : v.cols - c0};
+    return Rect{r0, c0, static_cast<int>(h < v.rows - r0 ? h : v.rows - r0),
+                static_cast<int>(w < v.cols - c0 ? w : v.cols - c0)};
   }
   if (s.rows < 0 || s.cols < 0 || s.rows > cb.rows * 32LL || s.cols > cb.cols * 32LL || s.row < 0 ||
       s.col < 0 || s.row + s.rows > v.rows || s.col + s.cols > v.cols)
     fail_role(cuda_abi::kBadSlice, t * 64 + cbid, at, s.row, s.col, s.rows, s.cols);
-  return Rect{s.row, s.col, s.rows, s.cols};
+  return Rect{s.row, s.col, static_cast<int>(s.rows), static_cast<int>(s.cols)};
 }
 
-// tensor -> block: 16-byte cp.async where rows are aligned, element copies elsewhere (partial
-// chunks, padding, unaligned slices). Completes at transfer_wait.
+// Whole rows of the rectangle move as bulk copies: 16-byte aligned starts and lengths.
+inline bool bulk_rows(const cuda_abi::TensorParam& v, const Rect& r) {
+  const int es = v.elem_bytes;
+  return (v.data % 16) == 0 && (v.cols * es) % 16 == 0 && (r.c0 * es) % 16 == 0 && (r.cols * es) % 16 == 0;
+}
+
+// Transfer ids: reads (n-th DMA into the slot) n << 10 | cb << 5 | slot, with n's parity only;
+// writes and multicast sends kWriteId; multicast receives below zero.
+inline constexpr int kWriteId = 1 << 30;
+
+// tensor -> block. Rows the bulk engine can copy are issued by the role's threads, a row each;
+// the rest of the block (padding, and unaligned slices element by element) is written directly.
+// The slot's dma barrier completes when the copies land and the role has written the rest.
 inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at) {
   check_cb(b.cb, at);
   const cuda_abi::CBParam& cb = P().cbs[b.cb];
-  Rect r = slice_rect(t, cb, b.cb, s, at);
+  const Rect r = slice_rect(t, cb, b.cb, s, at);
   const cuda_abi::TensorParam& v = P().tensors[t];
-  const int es = v.elem_bytes, bw = cb.cols * 32, bh = cb.rows * 32, ce = 16 / es;
+  const int es = v.elem_bytes, bw = cb.cols * 32, bh = cb.rows * 32;
   unsigned char* dst = slot_data(b.cb, b.slot);
-  const unsigned char* src = reinterpret_cast<const unsigned char*>(v.data);
+  const unsigned char* src = reinterpret_cast<const unsigned char*>(v.data) + (r.r0 * v.cols + r.c0) * es;
   unsigned pad_bits = __float_as_uint(pad);
   if (es == 2) {
     unsigned short h;
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(pad));
-    pad_bits = h;
+    pad_bits = h | (static_cast<unsigned>(h) << 16);
   }
-  bool aligned = (v.data % 16) == 0 && (v.cols * es) % 16 == 0 && (r.c0 * es) % 16 == 0;
-  auto element = [&](int i, int j) {  // block element (i, j)
-    unsigned char* d = dst + (i * bw + j) * es;
-    bool in = i < r.rows && j < r.cols;
-    const unsigned char* g = src + ((r.r0 + i) * v.cols + r.c0 + j) * es;
-    if (es == 4)
-      *reinterpret_cast<unsigned*>(d) = in ? ld_cg_u32(g) : pad_bits;
-    else
-      *reinterpret_cast<unsigned short*>(d) = in ? ld_cg_u16(g) : static_cast<unsigned short>(pad_bits);
-  };
-  if (aligned) {
-    const int chunks = bw / ce;  // per block row
-    for (int q = role_rank(); q < bh * chunks; q += role_size()) {
-      int i = q / chunks, j = (q % chunks) * ce;
-      if (i < r.rows && j + ce <= r.cols) {
-        cp_async16(smem_addr(dst + (i * bw + j) * es), src + ((r.r0 + i) * v.cols + r.c0 + j) * es);
-      } else {
-        for (int e = 0; e < ce; e++) element(i, j + e);
-      }
-    }
+  role_sync();  // the role's earlier DMA reads have counted themselves
+  unsigned* issued = dma_count(b.cb, b.slot);
+  const unsigned n = *issued, bar = dma_bar(b.cb, b.slot);
+  const bool bulk = bulk_rows(v, r) && r.cols > 0;
+  role_sync();  // every thread has read the count
+  if (leader()) {
+    *issued = n + 1;
+    if (bulk) mbar_expect_tx(bar, static_cast<unsigned>(r.rows * r.cols * es));  // before any copy lands
+  }
+  role_sync();
+  if (bulk) {
+    for (int i = role_rank(); i < r.rows; i += role_size())
+      bulk_read(smem_addr(dst + i * bw * es), src + i * v.cols * es, static_cast<unsigned>(r.cols * es), bar);
+    // padding: the columns right of the slice (whole 16-byte chunks), then the rows below it
+    const Vec16 p16{pad_bits, pad_bits, pad_bits, pad_bits};
+    const int chunks = bw * es / 16, first = r.cols * es / 16;
+    if (first < chunks)
+      for (int q = role_rank(); q < r.rows * (chunks - first); q += role_size())
+        reinterpret_cast<Vec16*>(dst + (q / (chunks - first)) * bw * es)[first + q % (chunks - first)] = p16;
+    Vec16* below = reinterpret_cast<Vec16*>(dst + r.rows * bw * es);
+    for (int q = role_rank(); q < (bh - r.rows) * chunks; q += role_size()) below[q] = p16;
   } else {
-    for (int q = role_rank(); q < bh * bw; q += role_size()) element(q / bw, q % bw);
+    for (int q = role_rank(); q < bh * bw; q += role_size()) {
+      const int i = q / bw, j = q % bw;
+      unsigned char* d = dst + q * es;
+      const bool in = i < r.rows && j < r.cols;
+      const unsigned char* g = src + (static_cast<long long>(i) * v.cols + j) * es;
+      if (es == 4)
+        *reinterpret_cast<unsigned*>(d) = in ? ld_cg_u32(g) : pad_bits;
+      else
+        *reinterpret_cast<unsigned short*>(d) = in ? ld_cg_u16(g) : static_cast<unsigned short>(pad_bits);
+    }
   }
-  return 0;
+  role_sync();  // the role's direct writes come before the leader's arrival
+  if (leader()) mbar_arrive(bar, 1);
+  return static_cast<int>(((n & 1) << 10) | (b.cb << 5) | b.slot);
 }
 
-// block -> tensor with plain stores (16-byte where aligned); done when every thread returns.
+// block -> tensor: bulk copies a row each where aligned (complete at transfer_wait, or at the
+// block's pop), plain stores elsewhere (done when every thread returns).
 inline int dma_write(abi::BlockRef b, int t, abi::Slice s, abi::Loc at) {
   check_cb(b.cb, at);
   if (t < 0 || t >= P().ntensors) fail_role(cuda_abi::kBadId, t, at, 1);
   if (!P().tensors[t].output) fail_role(cuda_abi::kInputWrite, t, at);
   const cuda_abi::CBParam& cb = P().cbs[b.cb];
-  Rect r = slice_rect(t, cb, b.cb, s, at);
+  const Rect r = slice_rect(t, cb, b.cb, s, at);
   const cuda_abi::TensorParam& v = P().tensors[t];
-  cp_async_wait_all();
+  settle_dma(b.cb, b.slot, at);
   role_sync();
-  const int es = v.elem_bytes, bw = cb.cols * 32, ce = 16 / es;
+  const int es = v.elem_bytes, bw = cb.cols * 32;
   const unsigned char* blk = slot_data(b.cb, b.slot);
-  unsigned char* dst = reinterpret_cast<unsigned char*>(v.data);
-  bool aligned = (v.data % 16) == 0 && (v.cols * es) % 16 == 0 && (r.c0 * es) % 16 == 0;
-  auto element = [&](long long i, long long j) {
-    unsigned char* g = dst + ((r.r0 + i) * v.cols + r.c0 + j) * es;
+  unsigned char* dst = reinterpret_cast<unsigned char*>(v.data) + (r.r0 * v.cols + r.c0) * es;
+  if (bulk_rows(v, r)) {
+    fence_async_shared();
+    if (r.cols > 0) {
+      for (int i = role_rank(); i < r.rows; i += role_size())
+        bulk_write(dst + static_cast<long long>(i) * v.cols * es, smem_addr(blk + i * bw * es),
+                   static_cast<unsigned>(r.cols * es));
+      bulk_commit();
+    }
+    return kWriteId;
+  }
+  for (int q = role_rank(); q < r.rows * r.cols; q += role_size()) {
+    const int i = q / r.cols, j = q % r.cols;
+    unsigned char* g = dst + (static_cast<long long>(i) * v.cols + j) * es;
     if (es == 4)
       *reinterpret_cast<unsigned*>(g) = *reinterpret_cast<const unsigned*>(blk + (i * bw + j) * es);
     else
       *reinterpret_cast<unsigned short*>(g) =
           *reinterpret_cast<const unsigned short*>(blk + (i * bw + j) * es);
-  };
-  if (aligned) {
-    const long long chunks = (r.cols + ce - 1) / ce;
-    for (long long q = role_rank(); q < r.rows * chunks; q += role_size()) {
-      long long i = q / chunks, j = (q % chunks) * ce;
-      if (j + ce <= r.cols)
-        *reinterpret_cast<Vec16*>(dst + ((r.r0 + i) * v.cols + r.c0 + j) * es) =
-            *reinterpret_cast<const Vec16*>(blk + (i * bw + j) * es);
-      else
-        for (long long e = j; e < r.cols; e++) element(i, e);
-    }
-  } else {
-    for (long long q = role_rank(); q < r.rows * r.cols; q += role_size()) element(q / r.cols, q % r.cols);
   }
-  return 0;
+  return kWriteId;
 }
 
 // ---- cross-core: semaphores and multicast through global memory ----
@@ -396,7 +511,7 @@ inline int mcast(abi::BlockRef b, int dst, abi::CoreRange range, abi::Loc at) {
   check_cb(b.cb, at);
   check_cb(dst, at);
   check_range(range, at);
-  cp_async_wait_all();
+  settle_dma(b.cb, b.slot, at);
   role_sync();
   const unsigned char* blk = slot_data(b.cb, b.slot);
   const int bytes = static_cast<int>(P().cbs[dst].block_bytes);
@@ -417,15 +532,16 @@ inline int mcast(abi::BlockRef b, int dst, abi::CoreRange range, abi::Loc at) {
       role_sync();
       if (leader()) atomicMax(mcast_counter(rc, dst, kFilled), k);
     }
-  return 0;
+  return kWriteId;  // delivered: nothing left to wait for
 }
 
-// Receives are transfer ids below zero: -(1 + (n << 10 | cb << 5 | slot)) for the n-th receive.
+// Receives are transfer ids below zero: -(1 + (n << 10 | cb << 5 | slot)) for the n-th receive,
+// counted in the CB's counters of the role's first warp.
 inline int mcast_receive(abi::BlockRef b, abi::Loc at) {
   check_cb(b.cb, at);
   role_sync();
   long long n = from_leader([&]() -> long long {
-    unsigned v = ++kiln_tile_block.cb[b.cb].received;
+    unsigned v = ++counters(b.cb).received;
     atomicMax(mcast_counter(kiln_tile_block.core, b.cb, kReady), v);
     return v;
   });
@@ -433,9 +549,14 @@ inline int mcast_receive(abi::BlockRef b, abi::Loc at) {
 }
 
 inline void transfer_wait(int id, abi::Loc at) {
-  if (id >= 0) {  // DMA reads: this thread's cp.async copies; writes are already done
-    cp_async_wait_all();
-    role_sync();
+  if (id == kWriteId) {  // this thread's bulk writes have read the block
+    bulk_wait_read();
+    __syncwarp();
+    return;
+  }
+  if (id >= 0) {  // DMA reads: the slot's dma barrier
+    const int cb = (id >> 5) & 31, slot = id & 31;
+    wait_phase(dma_bar(cb, slot), (id >> 10) & 1, cuda_abi::kWaitDma, cb, at);
     return;
   }
   unsigned code = static_cast<unsigned>(-id - 1), n = code >> 10;
@@ -466,7 +587,7 @@ inline void check_sem(int sem, abi::Loc at) {
 }
 // Makes the role's earlier global writes visible before the leader signals another core.
 inline void release_role() {
-  cp_async_wait_all();
+  bulk_wait_all();
   __threadfence();
   role_sync();
 }
@@ -522,25 +643,34 @@ inline void sem_mcast_set(int sem, abi::CoreRange r, long long v, abi::Loc at) {
 }
 
 // ---- compute helpers ----
-// Before a role computes on blocks: its own DMA into them has landed and earlier writes by other
-// threads of the role are visible.
-inline void compute_begin() {
-  cp_async_wait_all();
-  role_sync();
-}
+// Before a role computes on blocks: earlier writes by other threads of the role are visible (and
+// their reads of blocks this computation overwrites are done).
+inline void compute_begin() { role_sync(); }
+// After a thread wrote a block: the writes are ordered before bulk copies out of it.
+inline void compute_end() { fence_async_shared(); }
 
-// ---- the kernel's first steps: per-block state and the CB barriers ----
-inline void block_start(const cuda_abi::Params* p) {
+// ---- the kernel's first and last steps ----
+// Copies the launch parameters into shared memory, zeroes the CB counters and sets up the barriers.
+inline void block_start(const cuda_abi::Params& p) {
+  for (int i = static_cast<int>(threadIdx.x); i < static_cast<int>(sizeof(cuda_abi::Params) / 4);
+       i += kThreads)
+    reinterpret_cast<unsigned*>(&kiln_tile_params)[i] = reinterpret_cast<const unsigned*>(&p)[i];
+  for (int i = static_cast<int>(threadIdx.x); i < static_cast<int>(p.barrier_bytes / 4); i += kThreads)
+    reinterpret_cast<unsigned*>(kiln_tile_smem)[i] = 0;
+  __syncthreads();
   if (threadIdx.x == 0) {
-    kiln_tile_block.p = p;
     kiln_tile_block.core = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x);
-    for (int i = 0; i < cuda_abi::kMaxCBs; i++) kiln_tile_block.cb[i] = CBCounters{0, 0, 0, 0, 0};
-    for (int i = 0; i < p->ncbs; i++) {
-      unsigned base = smem_addr(kiln_tile_smem + p->cbs[i].barrier_offset);
-      for (unsigned s = 0; s < 2 * p->cbs[i].slots; s++) mbar_init(base + s * 8, 1);
-    }
+    for (int i = 0; i < p.ncbs; i++)
+      for (unsigned s = 0; s < p.cbs[i].slots; s++) {
+        mbar_init(full_bar(i, s), KILN_TILE_COMPUTE_WARPS);
+        mbar_init(empty_bar(i, s), KILN_TILE_COMPUTE_WARPS);
+        mbar_init(dma_bar(i, s), 1);
+      }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
 }
+// A role returned: its bulk writes are done before the block's shared memory goes away.
+inline void role_end() { bulk_wait_all(); }
 
 }  // namespace kiln::tile::cuda

@@ -402,7 +402,7 @@ class Block {
       cuda::compute_begin();
       for (int e = cuda::role_rank(); e < height * width; e += cuda::role_size())
         out[e] = detail::from_f32<T>(bound.at(e / width, e % width));
-      cuda::role_sync();
+      cuda::compute_end();
 #else
       for (int i = 0; i < height; i++)
         for (int j = 0; j < width; j++) out[i * width + j] = detail::from_f32<T>(bound.at(i, j));
@@ -436,7 +436,7 @@ class Block {
       for (int k = 0; k < K; k++) acc += m.a.at(i, k) * m.b.at(k, j);
       out[e] = detail::from_f32<T>(acc);
     }
-    cuda::role_sync();
+    cuda::compute_end();
 #else
     float row[width];
     for (int i = 0; i < height; i++) {

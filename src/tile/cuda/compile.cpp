@@ -3,8 +3,10 @@
 // by NVRTC as C++20 for the device's architecture and cached by the CUDA program cache (in memory
 // and in KILN_CACHE_DIR, keyed by that text, the NVRTC version and the options).
 #include <cstdio>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "kiln/debug.h"
 #include "runtime/cuda/program_cache.h"
@@ -67,11 +69,27 @@ std::string cuda_source(const Program::Desc& d) {
   return out;
 }
 
+// Kernels already loaded, by device and generated source (before pasting: pasting the headers
+// costs more than a launch).
 runtime::cuda::CUfunction compile(const Program::Desc& d, int ordinal) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, runtime::cuda::CUfunction> loaded;
+  std::string key = std::to_string(ordinal) + "\n" + generate_source(d, Target::Cuda);
+  {
+    std::lock_guard<std::mutex> l(mu);
+    if (auto it = loaded.find(key); it != loaded.end() && settings().debug < 4) {
+      stats().memory_cache_hits++;
+      return it->second;
+    }
+  }
   std::string source = cuda_source(d);
   if (settings().debug >= 4)
     std::fprintf(stderr, "kiln: tile program '%s' for CUDA:\n%s\n", d.name.c_str(), source.c_str());
-  return runtime::cuda::load_program(ordinal, "tile program '" + d.name + "'", source, kCudaEntry, "c++20");
+  runtime::cuda::CUfunction f =
+      runtime::cuda::load_program(ordinal, "tile program '" + d.name + "'", source, kCudaEntry, "c++20");
+  std::lock_guard<std::mutex> l(mu);
+  loaded.emplace(std::move(key), f);
+  return f;
 }
 
 }  // namespace kiln::tile::cuda

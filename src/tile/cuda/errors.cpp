@@ -34,7 +34,10 @@ const std::string& sem_get(const std::string& s) { return s; }
 
 std::string cb_name(const Program::Desc& d, int i) { return "CB '" + name_of(d.cbs, i, cb_get) + "'"; }
 
-bool is_wait(int kind) { return kind >= cuda_abi::kWaitReserve && kind <= cuda_abi::kWaitMcastReceive; }
+bool is_wait(int kind) {
+  return (kind >= cuda_abi::kWaitReserve && kind <= cuda_abi::kWaitMcastReceive) ||
+         kind == cuda_abi::kWaitDma;
+}
 
 // What the record's role was doing, as the CPU backend says it.
 std::string what(const Program::Desc& d, const ErrorRecord& r) {
@@ -51,6 +54,8 @@ std::string what(const Program::Desc& d, const ErrorRecord& r) {
              core_name(d, static_cast<int>(v[0]));
     case cuda_abi::kWaitMcastReceive:
       return "wait() for a multicast into " + cb_name(d, r.object) + " (none arrived)";
+    case cuda_abi::kWaitDma:
+      return "wait() for a DMA into " + cb_name(d, r.object) + " (the copy never completed)";
     case cuda_abi::kBadSlice: {
       int t = r.object / 64, cb = r.object % 64;
       return "dma between tensor '" + name_of(d.tensors, t, tensor_get) + "' slice (row " +

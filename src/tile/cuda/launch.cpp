@@ -61,28 +61,58 @@ void check_limits(const Program::Desc& d) {
                   "; the GPU backend supports at most " + std::to_string(cuda_abi::kMaxSlots));
   if (cuda_threads(d) > 1024)
     fail(d, std::to_string(d.dm_roles.size()) + " data-movement roles (a warp each, plus " +
-                std::to_string(kCudaComputeWarps) + " compute warps) exceed 1024 threads per block");
+                std::to_string(cuda_compute_warps()) + " compute warps) exceed 1024 threads per block");
 }
 
 // Waits for the kernel; a kernel still running long after its own watchdog should have stopped it
 // is reported instead of hanging the process (the device stays busy with it).
+// Polls without sleeping for the first millisecond (most kernels are done by then), then every
+// 200 us.
 void wait_for_kernel(const Program::Desc& d, rc::Context& c, long long timeout) {
   if (c.api->cuStreamQuery) {
     auto start = std::chrono::steady_clock::now();
     auto limit = std::chrono::milliseconds(4 * timeout + 30000);
     int r;
     while ((r = c.api->cuStreamQuery(c.stream)) == kErrorNotReady) {
-      if (std::chrono::steady_clock::now() - start > limit)
+      auto waited = std::chrono::steady_clock::now() - start;
+      if (waited > limit)
         fail(d, "the kernel is still running " + std::to_string(limit.count() / 1000) +
                     " s after its launch although its watchdog stops every wait after " +
                     std::to_string(timeout) +
                     " ms: a hang outside the watched waits (a bug in kiln's CUDA tile backend)");
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      if (waited > std::chrono::milliseconds(1))
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      else
+        std::this_thread::yield();
     }
     if (r != 0) rc::check(r, ("the tile kernel '" + d.name + "'").c_str());
     return;
   }
   rc::check(c.api->cuStreamSynchronize(c.stream), ("the tile kernel '" + d.name + "'").c_str());
+}
+
+// Pinned host memory for one launch at a time per thread: the runtime args going up and the error
+// log's first two words (count, abort) coming back.
+struct Pinned {
+  void* args = nullptr;
+  size_t capacity = 0;
+  unsigned* log_head = nullptr;
+};
+
+Pinned& pinned(rc::Context& c, size_t arg_bytes) {
+  thread_local Pinned p;
+  if (!p.log_head) {
+    void* h;
+    rc::check(c.api->cuMemHostAlloc(&h, 64, 0), "cuMemHostAlloc");
+    p.log_head = static_cast<unsigned*>(h);
+  }
+  if (p.capacity < arg_bytes) {
+    if (p.args) c.api->cuMemFreeHost(p.args);
+    size_t n = std::max<size_t>(arg_bytes, 4096);
+    rc::check(c.api->cuMemHostAlloc(&p.args, n, 0), "cuMemHostAlloc");
+    p.capacity = n;
+  }
+  return p;
 }
 
 }  // namespace
@@ -92,6 +122,12 @@ void launch(Program::Desc& d, int ordinal) {
   rc::Context& c = rc::context(ordinal);
   const Device dev = Device::cuda(ordinal);
   const CBLayout layout = layout_cbs(d);
+  if (c.info.major < 9)
+    fail(d,
+         "the GPU tile backend needs a Hopper GPU or newer (compute capability 9.0: bulk copies and "
+         "mbarrier transaction counts); " +
+             dev.str() + " (" + c.info.name + ") is " + std::to_string(c.info.major) + "." +
+             std::to_string(c.info.minor));
   check_cb_memory(d, layout, c.shared_per_block_optin, dev.str());
   rc::CUfunction f = compile(d, ordinal);
 
@@ -111,7 +147,7 @@ void launch(Program::Desc& d, int ordinal) {
     rc::check(c.api->cuFuncSetAttribute(f, kAttrMaxDynamicShared, static_cast<int>(smem)),
               "cuFuncSetAttribute(max dynamic shared memory)");
 
-  // tensors: inputs realized on this device, outputs fresh zero-filled buffers
+  // tensors: inputs realized on this device, outputs fresh buffers (zero-filled unless Fill::None)
   std::vector<Tensor> inputs;
   std::vector<std::shared_ptr<Buffer>> outputs(d.tensors.size());
   for (size_t i = 0; i < d.tensors.size(); i++) {
@@ -122,15 +158,20 @@ void launch(Program::Desc& d, int ordinal) {
     if (t.output) {
       outputs[i] = std::make_shared<Buffer>(t.dtype, rows * cols, dev);
       data = reinterpret_cast<unsigned long long>(outputs[i]->data);
-      if (rows * cols > 0)
+      if (rows * cols > 0 && t.fill == Fill::Zeros)
         rc::check(c.api->cuMemsetD8Async(data, 0, static_cast<size_t>(rows * cols) * es, c.stream),
                   "cuMemsetD8Async");
     } else {
       Tensor v = t.value.device() == dev ? t.value : t.value.to(dev);
-      v = v.contiguous();
-      v.realize();
+      ir::NodeRef n = v.node();  // a reshape of a computed buffer is that buffer's memory
+      while (!n->buffer && n->op == ir::Op::RESHAPE) n = n->src[0];
+      if (!n->buffer) {
+        v = v.contiguous();
+        v.realize();
+        n = v.node();
+      }
       inputs.push_back(v);
-      data = reinterpret_cast<unsigned long long>(v.node()->buffer->data);
+      data = reinterpret_cast<unsigned long long>(n->buffer->data);
     }
     p.tensors[i] = cuda_abi::TensorParam{
         data, rows, cols, static_cast<int>(es), t.indexing == Indexing::Tiles ? 1 : 0, t.output ? 1 : 0, 0};
@@ -145,7 +186,7 @@ void launch(Program::Desc& d, int ordinal) {
     off = align_up(off + bytes, 256);
     return at;
   };
-  size_t at_params = take(sizeof(Params)), at_log = take(sizeof(cuda_abi::ErrorLog));
+  size_t at_log = take(sizeof(cuda_abi::ErrorLog));
   size_t at_args = take(static_cast<size_t>(cores) * d.arg_names.size() * 8 + 8);
   size_t at_sems = take(static_cast<size_t>(cores) * d.semaphores.size() * 8 + 8);
   size_t at_mcast = take(d.grid.is_2d ? static_cast<size_t>(cores) * d.cbs.size() * 16 : 16);
@@ -157,10 +198,13 @@ void launch(Program::Desc& d, int ordinal) {
   const unsigned long long base = reinterpret_cast<unsigned long long>(scratch->data);
   rc::check(c.api->cuMemsetD8Async(base, 0, off, c.stream), "cuMemsetD8Async");
 
-  std::vector<long long> args(static_cast<size_t>(cores) * d.arg_names.size() + 1, 0);
+  // runtime args go up from pinned memory, queued like the rest; the header of the error log
+  // comes back the same way after the kernel
+  Pinned& host = pinned(c, (static_cast<size_t>(cores) * d.arg_names.size() + 1) * sizeof(long long));
+  long long* args = static_cast<long long*>(host.args);
   for (int core = 0; core < cores; core++)
-    for (size_t a = 0; a < d.args[core].size() && a < d.arg_names.size(); a++)
-      args[core * d.arg_names.size() + a] = d.args[core][a];
+    for (size_t a = 0; a < d.arg_names.size(); a++)
+      args[core * d.arg_names.size() + a] = a < d.args[core].size() ? d.args[core][a] : 0;
   long long timeout = timeout_ms();
   p.args = base + at_args;
   p.sems = base + at_sems;
@@ -174,11 +218,13 @@ void launch(Program::Desc& d, int ordinal) {
   p.cores = cores;
   p.grid_cols = d.grid.cols;
   for (size_t i = 0; i < d.cbs.size(); i++) p.cbs[i].mailbox = d.grid.is_2d ? base + at_mailbox[i] : 0;
-  rc::upload(ordinal, base + at_args, args.data(), args.size() * sizeof(long long));
-  rc::upload(ordinal, base + at_params, &p, sizeof p);  // waits: the memsets before it are done too
+  p.barrier_bytes = static_cast<unsigned>(layout.barrier_bytes);
+  if (!d.arg_names.empty())
+    rc::check(c.api->cuMemcpyHtoDAsync(base + at_args, args,
+                                       static_cast<size_t>(cores) * d.arg_names.size() * 8, c.stream),
+              "cuMemcpyHtoDAsync");
 
-  unsigned long long params = base + at_params;
-  void* kernel_args[] = {&params};
+  void* kernel_args[] = {&p};  // the parameters by value (a __grid_constant__ kernel argument)
   unsigned gx = static_cast<unsigned>(d.grid.cols), gy = static_cast<unsigned>(d.grid.rows);
   unsigned threads = static_cast<unsigned>(cuda_threads(d));
   std::string resident =
@@ -199,11 +245,15 @@ void launch(Program::Desc& d, int ordinal) {
               "cuLaunchKernel");
   }
   stats().tile_launches++;
+  rc::check(c.api->cuMemcpyDtoHAsync(host.log_head, base + at_log, sizeof(unsigned) * 2, c.stream),
+            "cuMemcpyDtoHAsync");
   wait_for_kernel(d, c, timeout);
 
-  cuda_abi::ErrorLog log;
-  rc::download(ordinal, &log, base + at_log, sizeof log);
-  if (std::string msg = describe_errors(d, log, timeout); !msg.empty()) throw Error(msg);
+  if (host.log_head[0] != 0) {  // records: fetch the whole log
+    cuda_abi::ErrorLog log;
+    rc::download(ordinal, &log, base + at_log, sizeof log);
+    if (std::string msg = describe_errors(d, log, timeout); !msg.empty()) throw Error(msg);
+  }
 
   for (size_t i = 0; i < d.tensors.size(); i++) {
     TensorDecl& t = d.tensors[i];

@@ -1,6 +1,9 @@
 // Host side of the layernorm kernels (kernels/layernorm): forward over rows, and backward with its
 // three weight-gradient strategies (one core, over columns, over rows with a cross-core reduction).
 #include <bit>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "kiln/error.h"
 #include "kiln/tile_ops.h"
@@ -24,6 +27,21 @@ void check_row(const char* op, const char* what, const Tensor& v, int64_t C) {
                 " for rows of " + std::to_string(C) + " elements");
 }
 
+// A 1 x C row of `value` in dtype t on `device`, made once and kept: the forward's column mask and
+// the backward's zero gradients to accumulate into cost no work per call.
+Tensor constant_row(double value, int64_t C, DType t, Device device) {
+  static std::mutex mu;
+  // kept to the end of the process (device memory is not freed after the driver has gone)
+  static auto* made = new std::map<std::tuple<double, int64_t, DType, std::string>, Tensor>;
+  std::lock_guard<std::mutex> l(mu);
+  Tensor& r = (*made)[{value, C, t, device.str()}];
+  if (!r.defined()) {
+    r = (ones({1, C}, {.device = device}) * value).to(t);
+    r.realize();
+  }
+  return r;
+}
+
 void set_row_split(Program& p, int64_t row_tiles, int cores, const std::vector<Work>& pieces) {
   auto w = split_work(row_tiles, cores);
   for (int k = 0; k < cores; k++)
@@ -40,7 +58,9 @@ Program layernorm_forward_program(const Tensor& x, const Tensor& weight, const T
   auto [N, C] = view2d(x);
   int64_t CT = tiles(C);
   auto cbs = [&](Program& p, int K) {
-    for (const char* s : {"x_cb", "w_cb", "b_cb", "out_cb"}) p.cb(s, 1, K, t);  // streamed
+    // streamed; the reader's CBs have a third slot for the DMAs it keeps in flight
+    for (const char* s : {"x_cb", "w_cb", "b_cb"}) p.cb(s, 1, K, t, 3);
+    p.cb("out_cb", 1, K, t);
     p.cb("valid_cb", 1, K, t, 1);
     p.cb("mean_cb", 1, 1, f32).cb("rstd_cb", 1, 1, f32);
     p.cb("sq_dev_cb", 1, 1, f32, 1).cb("chunk_mean_cb", 1, 1, f32, 1);
@@ -50,8 +70,11 @@ Program layernorm_forward_program(const Tensor& x, const Tensor& weight, const T
   p.input("x", x)
       .input("w", weight.to(t))
       .input("b", bias.to(t))
-      .input("valid", ones({1, C}, {.device = x.device()}).to(t));
-  p.output("out", x.shape(), t).output("mean", {N, 1}, f32).output("rstd", {N, 1}, f32);
+      .input("valid", constant_row(1.0, C, t, x.device()));
+  // every element of the outputs is written
+  p.output("out", x.shape(), t, Indexing::Tiles, Fill::None)
+      .output("mean", {N, 1}, f32, Indexing::Tiles, Fill::None)
+      .output("rstd", {N, 1}, f32, Indexing::Tiles, Fill::None);
   cbs(p, K);
   p.constant("CT", CT).constant("K", K).constant("n_cols", C);
   p.constant("eps_bits", std::bit_cast<uint32_t>(static_cast<float>(eps)));
@@ -68,7 +91,9 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
   auto [N, C] = view2d(x);
   int64_t CT = tiles(C);
   auto cbs = [&](Program& p, int K) {
-    for (const char* s : {"x_cb", "dout_cb", "w_cb", "dx_cb"}) p.cb(s, 1, K, t);  // streamed
+    // streamed; the reader's CBs have a third slot for the DMAs it keeps in flight
+    for (const char* s : {"x_cb", "dout_cb", "w_cb"}) p.cb(s, 1, K, t, 3);
+    p.cb("dx_cb", 1, K, t);
     p.cb("mean_cb", 1, 1, f32).cb("rstd_cb", 1, 1, f32);
     p.cb("dnorm_mean_cb", 1, 1, f32, 1).cb("dnorm_norm_mean_cb", 1, 1, f32, 1);
     // weight gradients: partial sums streamed out with dx, then the grid reduction tile by tile
@@ -81,11 +106,14 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
   p.input("x", x).input("dout", dout.to(t)).input("w", weight.to(t));
   p.input("mean", mean.reshape({N, 1})).input("rstd", rstd.reshape({N, 1}));
   p.input("dweight_in", dw_in).input("dbias_in", db_in.to(gt));
-  p.output("dx", x.shape(), t).output("dweight", {C}, gt).output("dbias", {C}, gt);
-  // the weight gradients' partial sums: a row of C per tile row of x (dx alone needs none)
+  p.output("dx", x.shape(), t, Indexing::Tiles, Fill::None)
+      .output("dweight", {C}, gt)
+      .output("dbias", {C}, gt);
+  // the weight gradients' partial sums: a row of C per tile row of x (dx alone needs none), each
+  // written whole
   const int64_t part_rows = wgrad ? tiles(N) : 1;
-  p.output("part_dw", {part_rows, C}, f32, Indexing::Elements)
-      .output("part_db", {part_rows, C}, f32, Indexing::Elements);
+  p.output("part_dw", {part_rows, C}, f32, Indexing::Elements, Fill::None)
+      .output("part_db", {part_rows, C}, f32, Indexing::Elements, Fill::None);
   cbs(p, K);
   p.semaphore("arrived").semaphore("go");
   p.constant("CT", CT).constant("K", K).constant("n_cols", C).constant("WGRAD", wgrad ? 1 : 0);
@@ -173,9 +201,8 @@ LayerNormBackward layernorm_backward(const Tensor& dout, const Tensor& x, const 
   check_row("layernorm_backward", "mean", mean, N);
   check_row("layernorm_backward", "rstd", rstd, N);
   Tensor dw_in =
-      dweight_in.defined() ? dweight_in.reshape({C}) : zeros({C}, {.device = x.device()}).to(weight.dtype());
-  Tensor db_in =
-      dbias_in.defined() ? dbias_in.reshape({C}) : zeros({C}, {.device = x.device()}).to(dw_in.dtype());
+      dweight_in.defined() ? dweight_in.reshape({C}) : constant_row(0.0, C, weight.dtype(), x.device());
+  Tensor db_in = dbias_in.defined() ? dbias_in.reshape({C}) : constant_row(0.0, C, dw_in.dtype(), x.device());
   check_row("layernorm_backward", "dweight_in", dw_in, C);
   check_row("layernorm_backward", "dbias_in", db_in, C);
   switch (strategy) {
