@@ -19,39 +19,28 @@
 // Compile-time: CT, K, n_cols, WGRAD (0: dx only, the weight gradients come from another kernel).
 constexpr long long chunks = CT / K;
 
-// The reader keeps the DMAs of the next chunk in flight while it waits for the current one: a tile
-// row's mean and rstd and its chunks (x, dout, w; twice) form one stream, and the blocks of item
-// i + 1 are reserved and their copies issued before item i is waited for and pushed.
 void reader() {
-  const long long items = args().count * 2 * chunks;
-  Transfer t[2][5];
-  auto issue = [&](long long i) {
-    const long long r = args().start + i / (2 * chunks), k = i % chunks;
-    Transfer* ti = t[i & 1];
-    if (i % (2 * chunks) == 0) {  // the row's first chunk: its statistics too
-      ti[3] = dma(mean.slice(r, 0), mean_cb.reserve());
-      ti[4] = dma(rstd.slice(r, 0), rstd_cb.reserve());
+  for (long long r = args().start; r < args().start + args().count; r++) {
+    {
+      auto m = mean_cb.scoped_reserve();
+      auto rs = rstd_cb.scoped_reserve();
+      Transfer tm = dma(mean.slice(r, 0), m);
+      Transfer tr = dma(rstd.slice(r, 0), rs);
+      tm.wait();
+      tr.wait();
     }
-    ti[0] = dma(x.slice(r, k * K, 1, K), x_cb.reserve());
-    ti[1] = dma(dout.slice(r, k * K, 1, K), dout_cb.reserve());
-    ti[2] = dma(w.slice(0, k * K, 1, K), w_cb.reserve());
-  };
-  if (items > 0) issue(0);
-  for (long long i = 0; i < items; i++) {
-    if (i + 1 < items) issue(i + 1);
-    Transfer* ti = t[i & 1];
-    if (i % (2 * chunks) == 0) {
-      ti[3].wait();
-      mean_cb.push();
-      ti[4].wait();
-      rstd_cb.push();
-    }
-    ti[0].wait();
-    x_cb.push();
-    ti[1].wait();
-    dout_cb.push();
-    ti[2].wait();
-    w_cb.push();
+    for (int pass = 0; pass < 2; pass++)  // the same chunks twice
+      for (long long k = 0; k < chunks; k++) {
+        auto xb = x_cb.scoped_reserve();
+        auto gb = dout_cb.scoped_reserve();
+        auto wb = w_cb.scoped_reserve();
+        Transfer tx = dma(x.slice(r, k * K, 1, K), xb);
+        Transfer tg = dma(dout.slice(r, k * K, 1, K), gb);
+        Transfer tw = dma(w.slice(0, k * K, 1, K), wb);
+        tx.wait();
+        tg.wait();
+        tw.wait();
+      }
   }
   if (!WGRAD) return;
   // step 2: once every core has written its partial sums, read this core's slice of them

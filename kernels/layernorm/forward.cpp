@@ -15,37 +15,26 @@
 // Compile-time: CT, K, n_cols, eps_bits (the f32 eps as its bits).
 constexpr long long chunks = CT / K;
 
-// The reader keeps the DMAs of the next chunk in flight while it waits for the current one: a tile
-// row's chunks (pass 1: x; pass 2: x, w, b) form one stream, and the blocks of item i + 1 are
-// reserved and their copies issued before item i is waited for and pushed (the CBs have a slot for
-// the block compute holds, one in flight and one being issued).
 void reader() {
   {
     auto vb = valid_cb.scoped_reserve();
     dma(valid.slice(0, CT - K, 1, K), vb).wait();
   }
-  const long long items = args().count * 2 * chunks;
-  Transfer t[2][3];
-  auto issue = [&](long long i) {
-    const long long r = args().start + i / (2 * chunks), k = i % chunks;
-    Transfer* ti = t[i & 1];
-    ti[0] = dma(x.slice(r, k * K, 1, K), x_cb.reserve());
-    if (i % (2 * chunks) >= chunks) {  // pass 2
-      ti[1] = dma(w.slice(0, k * K, 1, K), w_cb.reserve());
-      ti[2] = dma(b.slice(0, k * K, 1, K), b_cb.reserve());
+  for (long long r = args().start; r < args().start + args().count; r++) {
+    for (long long k = 0; k < chunks; k++) {  // pass 1
+      auto xb = x_cb.scoped_reserve();
+      dma(x.slice(r, k * K, 1, K), xb).wait();
     }
-  };
-  if (items > 0) issue(0);
-  for (long long i = 0; i < items; i++) {
-    if (i + 1 < items) issue(i + 1);
-    Transfer* ti = t[i & 1];
-    ti[0].wait();
-    x_cb.push();
-    if (i % (2 * chunks) >= chunks) {
-      ti[1].wait();
-      w_cb.push();
-      ti[2].wait();
-      b_cb.push();
+    for (long long k = 0; k < chunks; k++) {  // pass 2
+      auto xb = x_cb.scoped_reserve();
+      auto wb = w_cb.scoped_reserve();
+      auto bb = b_cb.scoped_reserve();
+      Transfer tx = dma(x.slice(r, k * K, 1, K), xb);
+      Transfer tw = dma(w.slice(0, k * K, 1, K), wb);
+      Transfer tb = dma(b.slice(0, k * K, 1, K), bb);
+      tx.wait();
+      tw.wait();
+      tb.wait();
     }
   }
 }

@@ -1,7 +1,5 @@
 // A program's CB memory per core: the layout the GPU backend gives the CBs in a thread block's
 // shared memory, and the check, run by every backend before a launch, that it fits.
-#include <cstdlib>
-
 #include "kiln/error.h"
 #include "tile/program_desc.h"
 
@@ -36,15 +34,6 @@ CBLayout layout_cbs(const Program::Desc& d) {
 }
 
 int64_t cb_memory_limit(int64_t shared_per_block) { return shared_per_block - kStaticSharedReserve; }
-
-int cuda_compute_warps() {
-  static const int warps = [] {
-    const char* v = std::getenv("KILN_TILE_COMPUTE_WARPS");
-    int n = v ? std::atoi(v) : 4;
-    return n == 1 || n == 2 || n == 4 || n == 8 || n == 16 ? n : 4;
-  }();
-  return warps;
-}
 
 void check_cb_memory(const Program::Desc& d, const CBLayout& l, int64_t shared_per_block,
                      const std::string& device) {

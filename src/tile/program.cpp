@@ -1,5 +1,6 @@
 // tile::Program: the host-side declarations of a tile program (tensors, CBs, semaphores, args).
 #include <cctype>
+#include <cstdlib>
 #include <optional>
 #include <utility>
 
@@ -138,6 +139,15 @@ Program& Program::roles(std::vector<std::string> data_movement, std::string comp
   d_->dm_roles = std::move(data_movement);
   d_->compute_role = std::move(compute);
   return *this;
+}
+
+int cuda_compute_warps() {
+  static const int warps = [] {
+    const char* v = std::getenv("KILN_TILE_COMPUTE_WARPS");
+    int n = v ? std::atoi(v) : 4;
+    return n == 1 || n == 2 || n == 4 || n == 8 || n == 16 ? n : 4;
+  }();
+  return warps;
 }
 
 int64_t Program::cb_bytes() const { return static_cast<int64_t>(layout_cbs(*d_).total); }

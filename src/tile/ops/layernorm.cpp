@@ -58,9 +58,7 @@ Program layernorm_forward_program(const Tensor& x, const Tensor& weight, const T
   auto [N, C] = view2d(x);
   int64_t CT = tiles(C);
   auto cbs = [&](Program& p, int K) {
-    // streamed; the reader's CBs have a third slot for the DMAs it keeps in flight
-    for (const char* s : {"x_cb", "w_cb", "b_cb"}) p.cb(s, 1, K, t, 3);
-    p.cb("out_cb", 1, K, t);
+    for (const char* s : {"x_cb", "w_cb", "b_cb", "out_cb"}) p.cb(s, 1, K, t);  // streamed
     p.cb("valid_cb", 1, K, t, 1);
     p.cb("mean_cb", 1, 1, f32).cb("rstd_cb", 1, 1, f32);
     p.cb("sq_dev_cb", 1, 1, f32, 1).cb("chunk_mean_cb", 1, 1, f32, 1);
@@ -91,9 +89,7 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
   auto [N, C] = view2d(x);
   int64_t CT = tiles(C);
   auto cbs = [&](Program& p, int K) {
-    // streamed; the reader's CBs have a third slot for the DMAs it keeps in flight
-    for (const char* s : {"x_cb", "dout_cb", "w_cb"}) p.cb(s, 1, K, t, 3);
-    p.cb("dx_cb", 1, K, t);
+    for (const char* s : {"x_cb", "dout_cb", "w_cb", "dx_cb"}) p.cb(s, 1, K, t);  // streamed
     p.cb("mean_cb", 1, 1, f32).cb("rstd_cb", 1, 1, f32);
     p.cb("dnorm_mean_cb", 1, 1, f32, 1).cb("dnorm_norm_mean_cb", 1, 1, f32, 1);
     // weight gradients: partial sums streamed out with dx, then the grid reduction tile by tile
