@@ -72,7 +72,7 @@ class Program {
   Program& roles(std::vector<std::string> data_movement, std::string compute);
 
   // Shared memory the CBs declared so far take per core on the GPU: blocks x buffer factors plus
-  // the GPU backend's barriers and counters (32 bytes per buffer slot and 24 per CB per warp, the
+  // the GPU backend's barriers and counters (40 bytes per buffer slot and 24 per CB per warp, the
   // whole 128-byte aligned).
   int64_t cb_bytes() const;
   // What a program's CBs may take per core: kSharedMemoryPerBlock less the runtime's own

@@ -30,6 +30,15 @@ std::string generate_source(const Program::Desc& d, Target target) {
     s += "#define KILN_TILE_CUDA 1\n";
     s += "#define KILN_TILE_COMPUTE_WARPS " + std::to_string(cuda_compute_warps()) + "\n";
     s += "#define KILN_TILE_DM_ROLES " + std::to_string(d.dm_roles.size()) + "\n";
+    // the CB layout as constants (cuda_device.h: cb_layout)
+    const CBLayout l = layout_cbs(d);
+    s += "#define KILN_TILE_NCBS " + std::to_string(d.cbs.size()) + "\n#define KILN_TILE_CB_LAYOUT(X)";
+    for (size_t i = 0; i < d.cbs.size(); i++)
+      s += " X(" + std::to_string(i) + ", " + std::to_string(l.cbs[i].data_offset) + "u, " +
+           std::to_string(l.cbs[i].block_bytes) + "u, " + std::to_string(d.cbs[i].buffer_factor) + "u, " +
+           std::to_string(l.cbs[i].barrier_offset) + "u, " + std::to_string(d.cbs[i].rows) + ", " +
+           std::to_string(d.cbs[i].cols) + ")";
+    s += "\n";
   }
   s += "#include <kiln/tile/kernel.h>\nusing namespace kiln::tile;\n";
   // handles are objects kernels call members on: device code may only name device variables
@@ -39,16 +48,16 @@ std::string generate_source(const Program::Desc& d, Target target) {
   for (size_t i = 0; i < d.tensors.size(); i++) {
     auto& t = d.tensors[i];
     s += handle + "Accessor<" + std::string(element_type(t.dtype)) +
-         ", Indexing::" + (t.indexing == Indexing::Tiles ? "Tiles" : "Elements") + "> " + t.name + "{" +
-         std::to_string(i) + "};\n";
+         ", Indexing::" + (t.indexing == Indexing::Tiles ? "Tiles" : "Elements") + ", " + std::to_string(i) +
+         "> " + t.name + "{};\n";
   }
   for (size_t i = 0; i < d.cbs.size(); i++) {
     auto& c = d.cbs[i];
     s += handle + "CB<" + std::string(element_type(c.dtype)) + ", " + std::to_string(c.rows) + ", " +
-         std::to_string(c.cols) + "> " + c.name + "{" + std::to_string(i) + "};\n";
+         std::to_string(c.cols) + ", " + std::to_string(i) + "> " + c.name + "{};\n";
   }
   for (size_t i = 0; i < d.semaphores.size(); i++)
-    s += handle + "Semaphore " + d.semaphores[i] + "{" + std::to_string(i) + "};\n";
+    s += handle + "Semaphore<" + std::to_string(i) + "> " + d.semaphores[i] + "{};\n";
   // runtime args: one long long each, in declaration order (the backend passes an array)
   s += "struct KilnArgs {\n";
   for (auto& a : d.arg_names) s += "  long long " + a + ";\n";

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kiln/tile.h"
+#include "kiln/tile/cuda_abi.h"
 
 namespace kiln::tile {
 
@@ -54,7 +55,7 @@ inline constexpr const char* kCudaEntry = "kiln_tile_main";
 // an empty and a dma mbarrier and a DMA count (8 bytes each); each CB keeps a set of counters per
 // warp. The runtime's own per-block state (the launch parameters and BlockState in cuda_device.h)
 // is static shared memory, under kStaticSharedReserve.
-inline constexpr size_t kBarrierBytesPerSlot = 32;
+inline constexpr size_t kBarrierBytesPerSlot = cuda_abi::kBarrierBytesPerSlot;
 inline constexpr size_t kCounterBytesPerWarp = 24;
 inline constexpr int64_t kStaticSharedReserve = 2048;  // cuda_device.h asserts its state fits
 struct CBLayout {

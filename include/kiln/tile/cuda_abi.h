@@ -11,6 +11,9 @@ inline constexpr int kMaxCBs = 32;  // CB ids and ring slots are packed into 5 b
 inline constexpr int kMaxSlots = 32;
 inline constexpr int kMaxErrors = 16;  // records kept; the count goes on
 inline constexpr int kFileChars = 96;
+// Shared memory per CB slot ahead of the rings: full, empty and dma mbarriers, the DMA count and
+// the padding signature, 8 bytes each.
+inline constexpr unsigned kBarrierBytesPerSlot = 40;
 
 struct TensorParam {
   unsigned long long data;  // device address, row-major
@@ -25,7 +28,7 @@ struct CBParam {
   unsigned data_offset;  // byte offset of slot 0 in the dynamic shared memory
   unsigned block_bytes;
   unsigned slots;
-  unsigned barrier_offset;     // byte offset of full[slots] then empty[slots] (8-byte mbarriers)
+  unsigned barrier_offset;     // byte offset of the slots' barriers (kBarrierBytesPerSlot each)
   int rows, cols;              // block shape in tiles
   unsigned long long mailbox;  // multicast: device address of core 0's mailbox for this CB
 };

@@ -120,21 +120,58 @@ inline bool mbar_done(unsigned addr, unsigned parity) {
       : "memory");
   return ok != 0;
 }
-// A CB's barrier region (host layout, src/tile/cb_memory.cpp): full[slots], empty[slots],
-// dma[slots] (mbarriers), dma_count[slots] (8 bytes each), then a WarpCounters per warp.
-inline unsigned char* cb_region(int cb) { return kiln_tile_smem + P().cbs[cb].barrier_offset; }
+// ---- CB layout ----
+// The generated prelude defines the program's CB layout as constants (KILN_TILE_CB_LAYOUT: id, ring
+// offset, block bytes, slots, barrier offset, block rows and cols in tiles; the host computes the
+// same in src/tile/cb_memory.cpp), so with the constant ids of CB handles every CB operation's
+// address arithmetic folds away; ids only known at run time read the launch parameters.
+struct CbLayout {
+  unsigned data_offset, block_bytes, slots, barrier_offset;
+  int rows, cols;
+};
+inline CbLayout cb_layout(int cb) {
+#ifdef KILN_TILE_CB_LAYOUT
+#define KILN_TILE_CB_CASE(i, d, b, s, o, r, c) \
+  case i:                                     \
+    return CbLayout{d, b, s, o, r, c};
+  switch (cb) {
+    KILN_TILE_CB_LAYOUT(KILN_TILE_CB_CASE)
+    default:
+      break;
+  }
+#undef KILN_TILE_CB_CASE
+#endif
+  const cuda_abi::CBParam& p = P().cbs[cb];
+  return CbLayout{p.data_offset, p.block_bytes, p.slots, p.barrier_offset, p.rows, p.cols};
+}
+inline int num_cbs() {
+#ifdef KILN_TILE_NCBS
+  return KILN_TILE_NCBS;
+#else
+  return P().ncbs;
+#endif
+}
+// A CB's barrier region: full[slots], empty[slots], dma[slots] (mbarriers), dma_count[slots],
+// pad_sig[slots] (8 bytes each), then a WarpCounters per warp.
+inline unsigned char* cb_region(int cb) { return kiln_tile_smem + cb_layout(cb).barrier_offset; }
 inline unsigned full_bar(int cb, unsigned slot) { return smem_addr(cb_region(cb)) + slot * 8; }
 inline unsigned empty_bar(int cb, unsigned slot) {
-  return smem_addr(cb_region(cb)) + (P().cbs[cb].slots + slot) * 8;
+  return smem_addr(cb_region(cb)) + (cb_layout(cb).slots + slot) * 8;
 }
 inline unsigned dma_bar(int cb, unsigned slot) {
-  return smem_addr(cb_region(cb)) + (2 * P().cbs[cb].slots + slot) * 8;
+  return smem_addr(cb_region(cb)) + (2 * cb_layout(cb).slots + slot) * 8;
 }
 inline unsigned* dma_count(int cb, unsigned slot) {
-  return reinterpret_cast<unsigned*>(cb_region(cb) + (3 * P().cbs[cb].slots + slot) * 8);
+  return reinterpret_cast<unsigned*>(cb_region(cb) + (3 * cb_layout(cb).slots + slot) * 8);
+}
+// What the slot's padding holds: 0, unknown; else the pad value's bits << 32 | (rows + 1) << 16 |
+// cols of the slice DMA last read into it (the padding is what lies outside those rows and cols).
+// Every write to the block other than a DMA read resets it.
+inline unsigned long long* pad_sig(int cb, unsigned slot) {
+  return reinterpret_cast<unsigned long long*>(cb_region(cb) + (4 * cb_layout(cb).slots + slot) * 8);
 }
 inline WarpCounters& counters(int cb) {
-  return reinterpret_cast<WarpCounters*>(cb_region(cb) + 32 * P().cbs[cb].slots)[warp()];
+  return reinterpret_cast<WarpCounters*>(cb_region(cb) + cuda_abi::kBarrierBytesPerSlot * cb_layout(cb).slots)[warp()];
 }
 
 // ---- bulk copies (the TMA engine) ----
@@ -277,7 +314,7 @@ inline void wait_phase(unsigned bar, unsigned parity, int kind, int object, abi:
 }
 
 inline void check_cb(int id, abi::Loc at) {
-  if (id < 0 || id >= P().ncbs) fail_role(cuda_abi::kBadId, id, at, 0);
+  if (id < 0 || id >= num_cbs()) fail_role(cuda_abi::kBadId, id, at, 0);
 }
 
 // ---- grid ----
@@ -296,7 +333,8 @@ inline void tensor_dims(int t, long long* rows, long long* cols) {
 
 // ---- circular buffers ----
 inline unsigned char* slot_data(int cb, int slot) {
-  return kiln_tile_smem + P().cbs[cb].data_offset + static_cast<unsigned>(slot) * P().cbs[cb].block_bytes;
+  const CbLayout l = cb_layout(cb);
+  return kiln_tile_smem + l.data_offset + static_cast<unsigned>(slot) * l.block_bytes;
 }
 
 // Lane 0 moves the warp's counter on once every lane has read it.
@@ -316,7 +354,7 @@ inline void settle_dma(int cb, unsigned slot, abi::Loc at) {
 inline abi::BlockRef cb_reserve(int id, abi::Loc at) {
   check_cb(id, at);
   WarpCounters& c = counters(id);
-  unsigned n = P().cbs[id].slots, k = c.reserved, slot = k % n;
+  unsigned n = cb_layout(id).slots, k = c.reserved, slot = k % n;
   // the first pass over the ring finds every slot free: waiting on parity 1 of a fresh barrier
   // returns at once
   wait_phase(empty_bar(id, slot), ((k / n) & 1) ^ 1, cuda_abi::kWaitReserve, id, at, n);
@@ -327,7 +365,7 @@ inline abi::BlockRef cb_reserve(int id, abi::Loc at) {
 inline void cb_push(int id, abi::Loc at) {
   check_cb(id, at);
   WarpCounters& c = counters(id);
-  unsigned k = c.pushed, slot = k % P().cbs[id].slots;
+  unsigned k = c.pushed, slot = k % cb_layout(id).slots;
   settle_dma(id, slot, at);
   __syncwarp();  // the warp's writes to the block come before lane 0's arrival (a release)
   if (lane() == 0) {
@@ -340,7 +378,7 @@ inline void cb_push(int id, abi::Loc at) {
 inline abi::BlockRef cb_wait(int id, abi::Loc at) {
   check_cb(id, at);
   WarpCounters& c = counters(id);
-  unsigned n = P().cbs[id].slots, k = c.waited, slot = k % n;
+  unsigned n = cb_layout(id).slots, k = c.waited, slot = k % n;
   wait_phase(full_bar(id, slot), (k / n) & 1, cuda_abi::kWaitBlock, id, at, n);
   count(c.waited, k + 1);
   return abi::BlockRef{id, static_cast<int>(slot), k};
@@ -354,12 +392,16 @@ inline void cb_pop(int id, abi::Loc at) {
   __syncwarp();      // every lane is done with the block
   if (lane() == 0) {
     c.popped = k + 1;
-    mbar_arrive(empty_bar(id, k % P().cbs[id].slots), arrivals());
+    mbar_arrive(empty_bar(id, k % cb_layout(id).slots), arrivals());
   }
   __syncwarp();
 }
 
-inline void* block_data(abi::BlockRef b, int, abi::Loc) { return slot_data(b.cb, b.slot); }
+// A block handed to code that writes it no longer holds the padding of its last DMA read.
+inline void* block_data(abi::BlockRef b, int write, abi::Loc) {
+  if (write) *pad_sig(b.cb, static_cast<unsigned>(b.slot)) = 0;
+  return slot_data(b.cb, b.slot);
+}
 
 // ---- DMA between tensors and blocks ----
 struct Rect {
@@ -368,7 +410,7 @@ struct Rect {
 };
 
 // The element rectangle of a slice, with the CPU backend's checks (a bad slice would fault).
-inline Rect slice_rect(int t, const cuda_abi::CBParam& cb, int cbid, abi::Slice s, abi::Loc at) {
+inline Rect slice_rect(int t, const CbLayout& cb, int cbid, abi::Slice s, abi::Loc at) {
   if (t < 0 || t >= P().ntensors) fail_role(cuda_abi::kBadId, t, at, 1);
   const cuda_abi::TensorParam& v = P().tensors[t];
   if (v.tiles) {
@@ -401,7 +443,7 @@ inline constexpr int kWriteId = 1 << 30;
 // The slot's dma barrier completes when the copies land and the role has written the rest.
 inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at) {
   check_cb(b.cb, at);
-  const cuda_abi::CBParam& cb = P().cbs[b.cb];
+  const CbLayout cb = cb_layout(b.cb);
   const Rect r = slice_rect(t, cb, b.cb, s, at);
   const cuda_abi::TensorParam& v = P().tensors[t];
   const int es = v.elem_bytes, bw = cb.cols * 32, bh = cb.rows * 32;
@@ -415,11 +457,16 @@ inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at
   }
   role_sync();  // the role's earlier DMA reads have counted themselves
   unsigned* issued = dma_count(b.cb, b.slot);
+  unsigned long long* sig = pad_sig(b.cb, static_cast<unsigned>(b.slot));
+  const unsigned long long want =
+      static_cast<unsigned long long>(pad_bits) << 32 | static_cast<unsigned>(r.rows + 1) << 16 | r.cols;
   const unsigned n = *issued, bar = dma_bar(b.cb, b.slot);
   const bool bulk = bulk_rows(v, r) && r.cols > 0;
-  role_sync();  // every thread has read the count
+  const bool padded = *sig == want;  // the padding from the slot's last read is still in place
+  role_sync();  // every thread has read the count and the signature
   if (leader()) {
     *issued = n + 1;
+    *sig = want;
     if (bulk) mbar_expect_tx(bar, static_cast<unsigned>(r.rows * r.cols * es));  // before any copy lands
   }
   role_sync();
@@ -429,11 +476,13 @@ inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at
     // padding: the columns right of the slice (whole 16-byte chunks), then the rows below it
     const Vec16 p16{pad_bits, pad_bits, pad_bits, pad_bits};
     const int chunks = bw * es / 16, first = r.cols * es / 16;
-    if (first < chunks)
+    if (padded) {
+    } else if (first < chunks)
       for (int q = role_rank(); q < r.rows * (chunks - first); q += role_size())
         reinterpret_cast<Vec16*>(dst + (q / (chunks - first)) * bw * es)[first + q % (chunks - first)] = p16;
     Vec16* below = reinterpret_cast<Vec16*>(dst + r.rows * bw * es);
-    for (int q = role_rank(); q < (bh - r.rows) * chunks; q += role_size()) below[q] = p16;
+    if (!padded)
+      for (int q = role_rank(); q < (bh - r.rows) * chunks; q += role_size()) below[q] = p16;
   } else {
     for (int q = role_rank(); q < bh * bw; q += role_size()) {
       const int i = q / bw, j = q % bw;
@@ -457,7 +506,7 @@ inline int dma_write(abi::BlockRef b, int t, abi::Slice s, abi::Loc at) {
   check_cb(b.cb, at);
   if (t < 0 || t >= P().ntensors) fail_role(cuda_abi::kBadId, t, at, 1);
   if (!P().tensors[t].output) fail_role(cuda_abi::kInputWrite, t, at);
-  const cuda_abi::CBParam& cb = P().cbs[b.cb];
+  const CbLayout cb = cb_layout(b.cb);
   const Rect r = slice_rect(t, cb, b.cb, s, at);
   const cuda_abi::TensorParam& v = P().tensors[t];
   settle_dma(b.cb, b.slot, at);
@@ -496,7 +545,7 @@ inline unsigned* mcast_counter(int core, int cb, int which) {
 }
 inline unsigned char* mailbox(int core, int cb) {
   return reinterpret_cast<unsigned char*>(P().cbs[cb].mailbox) +
-         static_cast<long long>(core) * P().cbs[cb].block_bytes;
+         static_cast<long long>(core) * cb_layout(cb).block_bytes;
 }
 
 inline void check_range(abi::CoreRange r, abi::Loc at) {
@@ -514,7 +563,7 @@ inline int mcast(abi::BlockRef b, int dst, abi::CoreRange range, abi::Loc at) {
   settle_dma(b.cb, b.slot, at);
   role_sync();
   const unsigned char* blk = slot_data(b.cb, b.slot);
-  const int bytes = static_cast<int>(P().cbs[dst].block_bytes);
+  const int bytes = static_cast<int>(cb_layout(dst).block_bytes);
   for (int y = range.y0; y < range.y1; y++)
     for (int x = range.x0; x < range.x1; x++) {
       int rc = y * P().grid_cols + x;
@@ -573,7 +622,8 @@ inline void transfer_wait(int id, abi::Loc at) {
       cuda_abi::kWaitMcastReceive, cb, at);
   const unsigned char* box = mailbox(me, cb);
   unsigned char* blk = slot_data(cb, slot);
-  for (int q = role_rank(); q < static_cast<int>(P().cbs[cb].block_bytes / 16); q += role_size())
+  *pad_sig(cb, static_cast<unsigned>(slot)) = 0;
+  for (int q = role_rank(); q < static_cast<int>(cb_layout(cb).block_bytes / 16); q += role_size())
     reinterpret_cast<Vec16*>(blk)[q] = ld_cg_v4(box + q * 16);
   role_sync();
   if (leader()) atomicMax(mcast_counter(me, cb, kConsumed), n);
@@ -646,6 +696,28 @@ inline void sem_mcast_set(int sem, abi::CoreRange r, long long v, abi::Loc at) {
 // Before a role computes on blocks: earlier writes by other threads of the role are visible (and
 // their reads of blocks this computation overwrites are done).
 inline void compute_begin() { role_sync(); }
+// out[i * W + j] = f(i, j) for the H x W elements of a block, split over the role's threads
+// (consecutive threads take consecutive columns, so a warp covers 32 columns of one row). Each
+// compute thread evaluates several elements before it stores any, so their shared-memory reads
+// overlap.
+template <int H, int W, class T, class F>
+inline void for_elements(T* out, F f) {
+  constexpr int n = H * W, step = kComputeThreads;
+  if (is_compute() && n % step == 0) {
+    // up to 8 elements per thread at a time, with no bounds test between them: the evaluations
+    // (shuffles of row reductions included) interleave
+    constexpr int per = n / step, unroll = per % 8 == 0 ? 8 : per % 4 == 0 ? 4 : per % 2 == 0 ? 2 : 1;
+    for (int e0 = static_cast<int>(threadIdx.x); e0 < n; e0 += step * unroll) {
+      T v[unroll];
+#pragma unroll
+      for (int u = 0; u < unroll; u++) v[u] = f((e0 + u * step) / W, (e0 + u * step) % W);
+#pragma unroll
+      for (int u = 0; u < unroll; u++) out[e0 + u * step] = v[u];
+    }
+  } else {
+    for (int e = role_rank(); e < n; e += role_size()) out[e] = f(e / W, e % W);
+  }
+}
 // After a thread wrote a block: the writes are ordered before bulk copies out of it.
 inline void compute_end() { fence_async_shared(); }
 

@@ -398,10 +398,8 @@ class Block {
       matmul_rows(bound, out, false);
     } else {
 #ifdef KILN_TILE_CUDA
-      // the role's threads split the elements; consecutive threads take consecutive columns
       cuda::compute_begin();
-      for (int e = cuda::role_rank(); e < height * width; e += cuda::role_size())
-        out[e] = detail::from_f32<T>(bound.at(e / width, e % width));
+      cuda::for_elements<height, width>(out, [&](int i, int j) { return detail::from_f32<T>(bound.at(i, j)); });
       cuda::compute_end();
 #else
       for (int i = 0; i < height; i++)
@@ -456,19 +454,17 @@ class Block {
 template <class CBT, bool Producer>
 class ScopedBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols> {
  public:
-  ScopedBlock(const CBT& cb, abi::BlockRef ref, abi::Loc l)
-      : Block<typename CBT::value_type, CBT::rows, CBT::cols>(ref), cb_(cb), loc_(l) {}
+  ScopedBlock(abi::BlockRef ref, abi::Loc l) : Block<typename CBT::value_type, CBT::rows, CBT::cols>(ref), loc_(l) {}
   ScopedBlock(const ScopedBlock&) = delete;
   ScopedBlock& operator=(const ScopedBlock&) = delete;
   ~ScopedBlock() {
     if (Producer)
-      KILN_TILE_RT(cb_push)(cb_.id, loc_);
+      KILN_TILE_RT(cb_push)(CBT::id, loc_);
     else
-      KILN_TILE_RT(cb_pop)(cb_.id, loc_);
+      KILN_TILE_RT(cb_pop)(CBT::id, loc_);
   }
 
  private:
-  const CBT& cb_;
   abi::Loc loc_;
 };
 
@@ -478,28 +474,26 @@ class ScopedBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols>
 template <class CBT>
 class ScratchBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols> {
  public:
-  ScratchBlock(const CBT& cb, abi::BlockRef ref, abi::Loc l)
-      : Block<typename CBT::value_type, CBT::rows, CBT::cols>(ref), cb_(cb), loc_(l) {}
+  ScratchBlock(abi::BlockRef ref, abi::Loc l) : Block<typename CBT::value_type, CBT::rows, CBT::cols>(ref), loc_(l) {}
   ScratchBlock(const ScratchBlock&) = delete;
   ScratchBlock& operator=(const ScratchBlock&) = delete;
   ~ScratchBlock() {
-    KILN_TILE_RT(cb_push)(cb_.id, loc_);
-    KILN_TILE_RT(cb_wait)(cb_.id, loc_);
-    KILN_TILE_RT(cb_pop)(cb_.id, loc_);
+    KILN_TILE_RT(cb_push)(CBT::id, loc_);
+    KILN_TILE_RT(cb_wait)(CBT::id, loc_);
+    KILN_TILE_RT(cb_pop)(CBT::id, loc_);
   }
 
  private:
-  const CBT& cb_;
   abi::Loc loc_;
 };
 
-// A circular buffer of blocks of R x C tiles of T (ring depth = the host's buffer factor).
-template <class T, int R, int C>
+// A circular buffer of blocks of R x C tiles of T (ring depth = the host's buffer factor); Id is its
+// index in the program (a constant, so the runtime's CB bookkeeping folds into the kernel).
+template <class T, int R, int C, int Id>
 struct CB {
   using value_type = T;
   using block_type = Block<T, R, C>;
-  static constexpr int rows = R, cols = C;
-  int id;
+  static constexpr int rows = R, cols = C, id = Id;
 
   block_type reserve(KILN_TILE_LOC) const {
     return block_type(KILN_TILE_RT(cb_reserve)(id, detail::loc(line, file)));
@@ -511,16 +505,16 @@ struct CB {
   void pop(KILN_TILE_LOC) const { KILN_TILE_RT(cb_pop)(id, detail::loc(line, file)); }
   ScopedBlock<CB, true> scoped_reserve(KILN_TILE_LOC) const {
     abi::Loc l = detail::loc(line, file);
-    return ScopedBlock<CB, true>(*this, KILN_TILE_RT(cb_reserve)(id, l), l);
+    return ScopedBlock<CB, true>(KILN_TILE_RT(cb_reserve)(id, l), l);
   }
   ScopedBlock<CB, false> scoped_wait(KILN_TILE_LOC) const {
     abi::Loc l = detail::loc(line, file);
-    return ScopedBlock<CB, false>(*this, KILN_TILE_RT(cb_wait)(id, l), l);
+    return ScopedBlock<CB, false>(KILN_TILE_RT(cb_wait)(id, l), l);
   }
   // A compute-local block (see ScratchBlock); the CB needs no other user.
   ScratchBlock<CB> scoped_scratch(KILN_TILE_LOC) const {
     abi::Loc l = detail::loc(line, file);
-    return ScratchBlock<CB>(*this, KILN_TILE_RT(cb_reserve)(id, l), l);
+    return ScratchBlock<CB>(KILN_TILE_RT(cb_reserve)(id, l), l);
   }
 };
 
@@ -531,10 +525,11 @@ struct TensorSlice {
   abi::Slice s;
 };
 
-// A bound tensor seen as 2D (rows, cols); slices count in tiles or elements (the host decides).
-template <class T, Indexing I>
+// A bound tensor seen as 2D (rows, cols); slices count in tiles or elements (the host decides). Id:
+// its index in the program.
+template <class T, Indexing I, int Id>
 struct Accessor {
-  int id;
+  static constexpr int id = Id;
   // rows [row, row + rows) x cols [col, col + cols), in the accessor's units
   TensorSlice<T> slice(long long row, long long col, long long rows = 1, long long cols = 1) const {
     return TensorSlice<T>{id, abi::Slice{row, col, rows, cols}};
@@ -577,8 +572,8 @@ Transfer dma(const Block<T, R, C>& src, const TensorSlice<T>& dst, KILN_TILE_LOC
 // ---- cross-core (2D grids only) ----
 // Copies `src` into the block each core of `range` (this core excluded) reserved in `dst` and
 // handed to mcast_receive(); waits until every receiver is ready.
-template <class T, int R, int C>
-Transfer mcast(const Block<T, R, C>& src, const CB<T, R, C>& dst, CoreRange range, KILN_TILE_LOC) {
+template <class T, int R, int C, int Id>
+Transfer mcast(const Block<T, R, C>& src, const CB<T, R, C, Id>& dst, CoreRange range, KILN_TILE_LOC) {
   static_assert(detail::kGrid2D<T>,
                 "kiln.tile: multicast needs a 2D grid (Grid::grid2d); this program runs on a "
                 "plain core count without topology");
@@ -593,9 +588,11 @@ Transfer mcast_receive(const Block<T, R, C>& dst, KILN_TILE_LOC) {
   return Transfer{KILN_TILE_RT(mcast_receive)(dst.ref(), detail::loc(line, file))};
 }
 
-// A per-core counter; remote_inc and mcast_set reach other cores of a 2D grid.
+// A per-core counter; remote_inc and mcast_set reach other cores of a 2D grid. Id: its index in
+// the program.
+template <int Id>
 struct Semaphore {
-  int id;
+  static constexpr int id = Id;
   void set(long long v, KILN_TILE_LOC) const { KILN_TILE_RT(sem_set)(id, v, detail::loc(line, file)); }
   void inc(long long n = 1, KILN_TILE_LOC) const { KILN_TILE_RT(sem_inc)(id, n, detail::loc(line, file)); }
   // Blocks until this core's value is at least v.
