@@ -70,6 +70,10 @@ class Program {
   Program& set_runtime_args(int core, std::vector<int64_t> values);
   // The role functions the kernel defines (default: reader and writer move data, compute computes).
   Program& roles(std::vector<std::string> data_movement, std::string compute);
+  // On a GPU, the warps of each core's compute role: 1, 2, 4, 8 or 16 (default: 4, or
+  // KILN_TILE_COMPUTE_WARPS). More warps overlap more of a compute's shared-memory latency; each
+  // costs 24 bytes of shared memory per CB. The CPU backend runs a role on one thread whatever this is.
+  Program& gpu_compute_warps(int warps);
 
   // Shared memory the CBs declared so far take per core on the GPU: blocks x buffer factors plus
   // the GPU backend's barriers and counters (40 bytes per buffer slot and 24 per CB per warp, the

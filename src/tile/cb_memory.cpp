@@ -1,5 +1,7 @@
 // A program's CB memory per core: the layout the GPU backend gives the CBs in a thread block's
 // shared memory, and the check, run by every backend before a launch, that it fits.
+#include <algorithm>
+
 #include "kiln/error.h"
 #include "tile/program_desc.h"
 
@@ -28,6 +30,12 @@ CBLayout layout_cbs(const Program::Desc& d) {
     l.cbs[i].block_bytes = static_cast<size_t>(c.rows * c.cols) * kTileSize * kTileSize * dtype_size(c.dtype);
     l.cbs[i].data_offset = off;
     off = align_up(off + l.cbs[i].block_bytes * c.buffer_factor, 128);
+    l.cbs[i].shape = -1;
+    if (c.cols * kTileSize > 256) continue;  // a box is at most 256 elements wide
+    std::pair<int, int> shape{static_cast<int>(c.rows), static_cast<int>(c.cols)};
+    auto it = std::find(l.box_shapes.begin(), l.box_shapes.end(), shape);
+    l.cbs[i].shape = static_cast<int>(it - l.box_shapes.begin());
+    if (it == l.box_shapes.end()) l.box_shapes.push_back(shape);
   }
   l.total = off;
   return l;

@@ -28,16 +28,17 @@ std::string generate_source(const Program::Desc& d, Target target) {
   s += "#define KILN_TILE_GRID_COLS " + std::to_string(d.grid.cols) + "\n";
   if (cuda) {
     s += "#define KILN_TILE_CUDA 1\n";
-    s += "#define KILN_TILE_COMPUTE_WARPS " + std::to_string(cuda_compute_warps()) + "\n";
+    s += "#define KILN_TILE_COMPUTE_WARPS " + std::to_string(cuda_compute_warps(d)) + "\n";
     s += "#define KILN_TILE_DM_ROLES " + std::to_string(d.dm_roles.size()) + "\n";
     // the CB layout as constants (cuda_device.h: cb_layout)
     const CBLayout l = layout_cbs(d);
     s += "#define KILN_TILE_NCBS " + std::to_string(d.cbs.size()) + "\n#define KILN_TILE_CB_LAYOUT(X)";
+    // id, ring offset, block bytes, slots, barrier offset, rows, cols, box shape
     for (size_t i = 0; i < d.cbs.size(); i++)
       s += " X(" + std::to_string(i) + ", " + std::to_string(l.cbs[i].data_offset) + "u, " +
            std::to_string(l.cbs[i].block_bytes) + "u, " + std::to_string(d.cbs[i].buffer_factor) + "u, " +
            std::to_string(l.cbs[i].barrier_offset) + "u, " + std::to_string(d.cbs[i].rows) + ", " +
-           std::to_string(d.cbs[i].cols) + ")";
+           std::to_string(d.cbs[i].cols) + ", " + std::to_string(l.cbs[i].shape) + ")";
     s += "\n";
   }
   s += "#include <kiln/tile/kernel.h>\nusing namespace kiln::tile;\n";
@@ -68,8 +69,10 @@ std::string generate_source(const Program::Desc& d, Target target) {
   s += "#line 1 \"<kiln tile entry>\"\n";
   if (cuda) {
     s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(cuda_threads(d)) + ") " +
-         std::string(kCudaEntry) + "(const __grid_constant__ kiln::tile::cuda_abi::Params params) {\n";
-    s += "  kiln::tile::cuda::block_start(params);\n";
+         std::string(kCudaEntry) +
+         "(const __grid_constant__ kiln::tile::cuda_abi::Params params, "
+         "const __grid_constant__ kiln::tile::cuda_abi::TensorMaps maps) {\n";
+    s += "  kiln::tile::cuda::block_start(params, &maps);\n";
     s += "  const int role = kiln::tile::cuda::role();\n";
     for (size_t r = 0; r < d.dm_roles.size(); r++)
       s += "  if (role == " + std::to_string(r) + ") " + d.dm_roles[r] + "();\n";

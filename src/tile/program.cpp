@@ -141,13 +141,24 @@ Program& Program::roles(std::vector<std::string> data_movement, std::string comp
   return *this;
 }
 
-int cuda_compute_warps() {
-  static const int warps = [] {
+namespace {
+bool valid_warps(int n) { return n == 1 || n == 2 || n == 4 || n == 8 || n == 16; }
+}  // namespace
+
+Program& Program::gpu_compute_warps(int warps) {
+  if (!valid_warps(warps))
+    fail(*d_, "gpu_compute_warps(" + std::to_string(warps) + "): the compute role takes 1, 2, 4, 8 or 16 warps");
+  d_->compute_warps = warps;
+  return *this;
+}
+
+int cuda_compute_warps(const Program::Desc& d) {
+  static const int fallback = [] {
     const char* v = std::getenv("KILN_TILE_COMPUTE_WARPS");
     int n = v ? std::atoi(v) : 4;
-    return n == 1 || n == 2 || n == 4 || n == 8 || n == 16 ? n : 4;
+    return valid_warps(n) ? n : 4;
   }();
-  return warps;
+  return d.compute_warps ? d.compute_warps : fallback;
 }
 
 int64_t Program::cb_bytes() const { return static_cast<int64_t>(layout_cbs(*d_).total); }

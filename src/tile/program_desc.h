@@ -37,15 +37,16 @@ struct Program::Desc {
   std::vector<std::vector<int64_t>> args;  // per core
   std::vector<std::string> dm_roles{"reader", "writer"};
   std::string compute_role = "compute";
+  int compute_warps = 0;  // on a GPU; 0: the default
 };
 
 enum class Target { Cpu, Cuda };
-// On CUDA a core is a thread block: the compute role on cuda_compute_warps() warps (4, or
-// KILN_TILE_COMPUTE_WARPS: 1, 2, 4, 8 or 16), each data-movement role on one more warp
-// (include/kiln/tile/cuda_device.h).
-int cuda_compute_warps();
+// On CUDA a core is a thread block: the compute role on cuda_compute_warps(d) warps (the program's
+// gpu_compute_warps, else 4 or KILN_TILE_COMPUTE_WARPS: 1, 2, 4, 8 or 16), each data-movement role
+// on one more warp (include/kiln/tile/cuda_device.h).
+int cuda_compute_warps(const Program::Desc& d);
 inline int cuda_warps(const Program::Desc& d) {
-  return cuda_compute_warps() + static_cast<int>(d.dm_roles.size());
+  return cuda_compute_warps(d) + static_cast<int>(d.dm_roles.size());
 }
 inline int cuda_threads(const Program::Desc& d) { return 32 * cuda_warps(d); }
 inline constexpr const char* kCudaEntry = "kiln_tile_main";
@@ -63,8 +64,12 @@ struct CBLayout {
     size_t barrier_offset;  // of full[slots] then empty[slots]
     size_t data_offset;     // of slot 0
     size_t block_bytes;
+    int shape;  // index in box_shapes; -1: wider than one tensor-copy box (8 tiles)
   };
   std::vector<Ring> cbs;  // in declaration order
+  // The distinct block shapes (rows, cols in tiles) the bulk tensor copy engine can move with one
+  // box per 256 rows: a tensor has a tensor map for each.
+  std::vector<std::pair<int, int>> box_shapes;
   size_t barrier_bytes;   // the mbarriers of every CB, first, padded to 128 bytes
   size_t total;           // barriers + rings (each 128-byte aligned)
 };

@@ -215,6 +215,13 @@ TEST(TileErrors, CBsLargerThanSharedMemoryAreRejectedOnTheCpuToo) {
   over.cb("x_cb", 4, 7, DType::F32).cb("y_cb", 1, 1, DType::BF16, 1);
   EXPECT_EQ(over.cb_bytes(), 231936);
   EXPECT_NE(error_of([&] { over.run(); }).find("its CBs need 231936 bytes"), std::string::npos);
+  // a program's own compute warps on the GPU: 24 bytes of counters per CB per warp (16 + 2 warps)
+  Program wide("wide", idle, Grid::cores(1));
+  wide.gpu_compute_warps(16).cb("x_cb", 4, 7, DType::F32);
+  EXPECT_EQ(wide.cb_bytes(), 229376 + 512);
+  EXPECT_NE(error_of([&] { wide.gpu_compute_warps(3); })
+                .find("gpu_compute_warps(3): the compute role takes 1, 2, 4, 8 or 16 warps"),
+            std::string::npos);
 }
 
 }  // namespace

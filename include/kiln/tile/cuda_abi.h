@@ -14,6 +14,8 @@ inline constexpr int kFileChars = 96;
 // Shared memory per CB slot ahead of the rings: full, empty and dma mbarriers, the DMA count and
 // the padding signature, 8 bytes each.
 inline constexpr unsigned kBarrierBytesPerSlot = 40;
+// Tensor maps for the bulk tensor copy engine: one per (tensor, block shape) pair, at most this many.
+inline constexpr int kMaxTensorMaps = 24;
 
 struct TensorParam {
   unsigned long long data;  // device address, row-major
@@ -21,7 +23,7 @@ struct TensorParam {
   int elem_bytes;           // 4 (f32) or 2 (bf16)
   int tiles;                // 1: the accessor counts in 32x32 tiles, 0: in elements
   int output;
-  int pad;
+  int map_base;  // tensor maps of this tensor: map_base + the CB's box shape (-1: none)
 };
 
 struct CBParam {
@@ -77,6 +79,15 @@ struct Params {
   int cores, grid_cols;
   unsigned barrier_bytes;  // the CBs' barriers and counters at the start of dynamic shared memory
   int pad;
+};
+
+// A CUtensorMap (opaque, 128 bytes, 64-byte aligned), and the launch's maps: a second
+// __grid_constant__ kernel argument (the copy engine reads them from parameter space).
+struct alignas(64) TensorMap {
+  unsigned long long opaque[16];
+};
+struct TensorMaps {
+  TensorMap map[kMaxTensorMaps];
 };
 
 }  // namespace kiln::tile::cuda_abi

@@ -37,6 +37,7 @@ struct WarpCounters {
 };
 
 struct BlockState {
+  const cuda_abi::TensorMaps* maps;  // the kernel's tensor-map argument
   int core;
   long long bcast[kRoles];  // a value the role's leader hands to the rest of the role
 };
@@ -128,12 +129,13 @@ inline bool mbar_done(unsigned addr, unsigned parity) {
 struct CbLayout {
   unsigned data_offset, block_bytes, slots, barrier_offset;
   int rows, cols;
+  int shape;  // box shape: which of a tensor's maps copies this CB's blocks (-1: none does)
 };
 inline CbLayout cb_layout(int cb) {
 #ifdef KILN_TILE_CB_LAYOUT
-#define KILN_TILE_CB_CASE(i, d, b, s, o, r, c) \
-  case i:                                     \
-    return CbLayout{d, b, s, o, r, c};
+#define KILN_TILE_CB_CASE(i, d, b, s, o, r, c, sh) \
+  case i:                                         \
+    return CbLayout{d, b, s, o, r, c, sh};
   switch (cb) {
     KILN_TILE_CB_LAYOUT(KILN_TILE_CB_CASE)
     default:
@@ -142,7 +144,7 @@ inline CbLayout cb_layout(int cb) {
 #undef KILN_TILE_CB_CASE
 #endif
   const cuda_abi::CBParam& p = P().cbs[cb];
-  return CbLayout{p.data_offset, p.block_bytes, p.slots, p.barrier_offset, p.rows, p.cols};
+  return CbLayout{p.data_offset, p.block_bytes, p.slots, p.barrier_offset, p.rows, p.cols, -1};
 }
 inline int num_cbs() {
 #ifdef KILN_TILE_NCBS
@@ -194,6 +196,20 @@ inline void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" :
 inline void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 // Orders this thread's shared-memory writes (and those it has observed) before later bulk copies.
 inline void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// The bulk tensor copy engine: a box of a 2D tensor map at element (col, row); parts of the box
+// outside the tensor read as zeros and are not written.
+inline void tensor_read(unsigned dst, const cuda_abi::TensorMap* map, int col, int row, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+      "[%4];" ::"r"(dst),
+      "l"(map), "r"(col), "r"(row), "r"(bar)
+      : "memory");
+}
+inline void tensor_write(const cuda_abi::TensorMap* map, int col, int row, unsigned src) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];" ::"l"(map),
+               "r"(col), "r"(row), "r"(src)
+               : "memory");
+}
 
 // ---- global memory helpers: L2-coherent reads (data another block wrote) ----
 inline unsigned ld_cg_u32(const void* p) {
@@ -461,16 +477,27 @@ inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at
   const unsigned long long want =
       static_cast<unsigned long long>(pad_bits) << 32 | static_cast<unsigned>(r.rows + 1) << 16 | r.cols;
   const unsigned n = *issued, bar = dma_bar(b.cb, b.slot);
+  // one box per 256 rows through the slice's tensor map where it has one (and the padding is the
+  // copy engine's zeros, or the block lies inside the tensor)
+  const bool boxes = cb.shape >= 0 && v.map_base >= 0 && (pad_bits == 0 || (r.rows == bh && r.cols == bw));
   const bool bulk = bulk_rows(v, r) && r.cols > 0;
   const bool padded = *sig == want;  // the padding from the slot's last read is still in place
   role_sync();  // every thread has read the count and the signature
   if (leader()) {
     *issued = n + 1;
     *sig = want;
-    if (bulk) mbar_expect_tx(bar, static_cast<unsigned>(r.rows * r.cols * es));  // before any copy lands
+    if (boxes) {  // every box counts its whole size, the zeros outside the tensor included
+      mbar_expect_tx(bar, static_cast<unsigned>(bh * bw * es));
+      const cuda_abi::TensorMap* map = &kiln_tile_block.maps->map[v.map_base + cb.shape];
+      for (int h = 0; h < bh; h += 256)
+        tensor_read(smem_addr(dst + h * bw * es), map, static_cast<int>(r.c0), static_cast<int>(r.r0 + h), bar);
+    } else if (bulk) {
+      mbar_expect_tx(bar, static_cast<unsigned>(r.rows * r.cols * es));  // before any copy lands
+    }
   }
   role_sync();
-  if (bulk) {
+  if (boxes) {
+  } else if (bulk) {
     for (int i = role_rank(); i < r.rows; i += role_size())
       bulk_read(smem_addr(dst + i * bw * es), src + i * v.cols * es, static_cast<unsigned>(r.cols * es), bar);
     // padding: the columns right of the slice (whole 16-byte chunks), then the rows below it
@@ -514,6 +541,16 @@ inline int dma_write(abi::BlockRef b, int t, abi::Slice s, abi::Loc at) {
   const int es = v.elem_bytes, bw = cb.cols * 32;
   const unsigned char* blk = slot_data(b.cb, b.slot);
   unsigned char* dst = reinterpret_cast<unsigned char*>(v.data) + (r.r0 * v.cols + r.c0) * es;
+  if (cb.shape >= 0 && v.map_base >= 0) {  // boxes through the tensor map; the leader's bulk group
+    fence_async_shared();
+    if (leader()) {
+      const cuda_abi::TensorMap* map = &kiln_tile_block.maps->map[v.map_base + cb.shape];
+      for (int h = 0; h < cb.rows * 32; h += 256)
+        tensor_write(map, static_cast<int>(r.c0), static_cast<int>(r.r0 + h), smem_addr(blk + h * cb.cols * 32 * es));
+      bulk_commit();
+    }
+    return kWriteId;
+  }
   if (bulk_rows(v, r)) {
     fence_async_shared();
     if (r.cols > 0) {
@@ -598,9 +635,9 @@ inline int mcast_receive(abi::BlockRef b, abi::Loc at) {
 }
 
 inline void transfer_wait(int id, abi::Loc at) {
-  if (id == kWriteId) {  // this thread's bulk writes have read the block
+  if (id == kWriteId) {  // the role's bulk writes (each thread's own, or the leader's) have read the block
     bulk_wait_read();
-    __syncwarp();
+    role_sync();
     return;
   }
   if (id >= 0) {  // DMA reads: the slot's dma barrier
@@ -723,7 +760,7 @@ inline void compute_end() { fence_async_shared(); }
 
 // ---- the kernel's first and last steps ----
 // Copies the launch parameters into shared memory, zeroes the CB counters and sets up the barriers.
-inline void block_start(const cuda_abi::Params& p) {
+inline void block_start(const cuda_abi::Params& p, const cuda_abi::TensorMaps* maps) {
   for (int i = static_cast<int>(threadIdx.x); i < static_cast<int>(sizeof(cuda_abi::Params) / 4);
        i += kThreads)
     reinterpret_cast<unsigned*>(&kiln_tile_params)[i] = reinterpret_cast<const unsigned*>(&p)[i];
@@ -732,6 +769,7 @@ inline void block_start(const cuda_abi::Params& p) {
   __syncthreads();
   if (threadIdx.x == 0) {
     kiln_tile_block.core = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x);
+    kiln_tile_block.maps = maps;
     for (int i = 0; i < p.ncbs; i++)
       for (unsigned s = 0; s < p.cbs[i].slots; s++) {
         mbar_init(full_bar(i, s), KILN_TILE_COMPUTE_WARPS);

@@ -65,6 +65,12 @@ struct Api {
   // optional (null when the driver lacks it): a launch whose blocks are all resident at once
   int (*cuLaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                    unsigned, CUstream, void**);
+  // optional (null before CUDA 12): a 2D (or higher) tensor map for the bulk tensor copy engine;
+  // the enums are passed as their integer values
+  int (*cuTensorMapEncodeTiled)(void* map, int data_type, unsigned rank, void* address,
+                                const unsigned long long* dims, const unsigned long long* strides,
+                                const unsigned* box, const unsigned* element_strides, int interleave,
+                                int swizzle, int l2_promotion, int oob_fill);
   // CUDA graphs (runtime/cuda/graph.cpp); mode is a CUstreamCaptureMode
   int (*cuStreamBeginCapture)(CUstream, int mode);
   int (*cuStreamEndCapture)(CUstream, CUgraph*);

@@ -61,7 +61,7 @@ void check_limits(const Program::Desc& d) {
                   "; the GPU backend supports at most " + std::to_string(cuda_abi::kMaxSlots));
   if (cuda_threads(d) > 1024)
     fail(d, std::to_string(d.dm_roles.size()) + " data-movement roles (a warp each, plus " +
-                std::to_string(cuda_compute_warps()) + " compute warps) exceed 1024 threads per block");
+                std::to_string(cuda_compute_warps(d)) + " compute warps) exceed 1024 threads per block");
 }
 
 // Waits for the kernel; a kernel still running long after its own watchdog should have stopped it
@@ -113,6 +113,39 @@ Pinned& pinned(rc::Context& c, size_t arg_bytes) {
     p.capacity = n;
   }
   return p;
+}
+
+// Tensor maps for the bulk tensor copy engine: for every tile-indexed tensor whose rows it can
+// address (16-byte aligned start and row pitch), one per box shape of the program's CBs. A tensor
+// without maps (none left, or a driver without tensor maps) moves by row copies.
+void encode_tensor_maps(const Program::Desc& d, const CBLayout& layout, rc::Context& c, Params& p,
+                        cuda_abi::TensorMaps& maps) {
+  const int shapes = static_cast<int>(layout.box_shapes.size());
+  int used = 0;
+  if (!c.api->cuTensorMapEncodeTiled || shapes == 0) return;
+  for (size_t i = 0; i < d.tensors.size(); i++) {
+    cuda_abi::TensorParam& v = p.tensors[i];
+    const bool addressable = v.tiles && v.rows > 0 && v.cols > 0 && v.data % 16 == 0 &&
+                             (v.cols * v.elem_bytes) % 16 == 0 && v.rows < (1LL << 31) && v.cols < (1LL << 31);
+    if (!addressable || used + shapes > cuda_abi::kMaxTensorMaps) continue;
+    const int data_type = d.tensors[i].dtype == DType::BF16 ? 9 : 7;  // CU_TENSOR_MAP_DATA_TYPE_{BFLOAT16,FLOAT32}
+    const unsigned long long dims[2] = {static_cast<unsigned long long>(v.cols),
+                                        static_cast<unsigned long long>(v.rows)};
+    const unsigned long long pitch[1] = {static_cast<unsigned long long>(v.cols * v.elem_bytes)};
+    const unsigned unit[2] = {1, 1};
+    bool ok = true;
+    for (int s = 0; s < shapes && ok; s++) {
+      auto [rows, cols] = layout.box_shapes[s];
+      const unsigned box[2] = {static_cast<unsigned>(cols * kTileSize),
+                               static_cast<unsigned>(std::min<int64_t>(rows * kTileSize, 256))};
+      // no interleave, no swizzle, L2 promotion of 128 bytes, zeros outside the tensor
+      ok = c.api->cuTensorMapEncodeTiled(&maps.map[used + s], data_type, 2, reinterpret_cast<void*>(v.data), dims,
+                                         pitch, box, unit, 0, 0, 2, 0) == 0;
+    }
+    if (!ok) continue;
+    v.map_base = used;
+    used += shapes;
+  }
 }
 
 }  // namespace
@@ -174,8 +207,10 @@ void launch(Program::Desc& d, int ordinal) {
       data = reinterpret_cast<unsigned long long>(n->buffer->data);
     }
     p.tensors[i] = cuda_abi::TensorParam{
-        data, rows, cols, static_cast<int>(es), t.indexing == Indexing::Tiles ? 1 : 0, t.output ? 1 : 0, 0};
+        data, rows, cols, static_cast<int>(es), t.indexing == Indexing::Tiles ? 1 : 0, t.output ? 1 : 0, -1};
   }
+  cuda_abi::TensorMaps maps;  // a kernel argument: copied at the launch
+  encode_tensor_maps(d, layout, c, p, maps);
 
   // one scratch allocation: [params][error log][args][semaphores][multicast counters][mailboxes]
   const int cores = d.grid.size();
@@ -224,7 +259,7 @@ void launch(Program::Desc& d, int ordinal) {
                                        static_cast<size_t>(cores) * d.arg_names.size() * 8, c.stream),
               "cuMemcpyHtoDAsync");
 
-  void* kernel_args[] = {&p};  // the parameters by value (a __grid_constant__ kernel argument)
+  void* kernel_args[] = {&p, &maps};  // by value (__grid_constant__ kernel arguments)
   unsigned gx = static_cast<unsigned>(d.grid.cols), gy = static_cast<unsigned>(d.grid.rows);
   unsigned threads = static_cast<unsigned>(cuda_threads(d));
   std::string resident =

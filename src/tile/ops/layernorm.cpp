@@ -52,12 +52,18 @@ void set_row_split(Program& p, int64_t row_tiles, int cores, const std::vector<W
 
 namespace ops {
 
+// The rows kernels' stores are long chains of shared-memory reads: 8 compute warps on a GPU overlap
+// more of them than 4 (measured on an H100: forward 0.38 -> 0.34 ms, backward 0.89 -> 0.83 ms at
+// 32768 x 768).
+constexpr int kComputeWarps = 8;
+
 Program layernorm_forward_program(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                                   int cores) {
   DType t = x.dtype(), f32 = DType::F32;
   auto [N, C] = view2d(x);
   int64_t CT = tiles(C);
   auto cbs = [&](Program& p, int K) {
+    p.gpu_compute_warps(kComputeWarps);
     for (const char* s : {"x_cb", "w_cb", "b_cb", "out_cb"}) p.cb(s, 1, K, t);  // streamed
     p.cb("valid_cb", 1, K, t, 1);
     p.cb("mean_cb", 1, 1, f32).cb("rstd_cb", 1, 1, f32);
@@ -89,6 +95,7 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
   auto [N, C] = view2d(x);
   int64_t CT = tiles(C);
   auto cbs = [&](Program& p, int K) {
+    p.gpu_compute_warps(kComputeWarps);
     for (const char* s : {"x_cb", "dout_cb", "w_cb", "dx_cb"}) p.cb(s, 1, K, t);  // streamed
     p.cb("mean_cb", 1, 1, f32).cb("rstd_cb", 1, 1, f32);
     p.cb("dnorm_mean_cb", 1, 1, f32, 1).cb("dnorm_norm_mean_cb", 1, 1, f32, 1);
