@@ -11,8 +11,9 @@
 //   1. every core writes those sums, one row of C per tile row, to part_dw / part_db (tile rows x C,
 //      f32): no core keeps a whole row of partial sums;
 //   2. all cores meet at a barrier (semaphore `arrived` on core (0, 0), released by a multicast set
-//      of `go`); then every core owns tile columns [piece_start, piece_start + piece_count) and sums
-//      that slice over all tile rows (a reduce-scatter), 32 partial rows per block;
+//      of `go`); then every core owns pieces [piece_start, piece_start + piece_count) of the 2 x CT
+//      tile columns of dweight then dbias, and sums each over all tile rows (a reduce-scatter), 32
+//      partial rows per block;
 //   3. it adds the slice to dweight_in / dbias_in and writes it: gradient accumulation (+=).
 // Padded rows and columns (shapes not multiples of 32) read as 0: dout = 0 there, so they add
 // nothing to any sum; the means over C divide by the true C (n_cols).
@@ -50,19 +51,17 @@ void reader() {
   }
   go.wait(1);
   const long long part_rows = part_dw.rows();  // one per tile row of x
-  for (long long t = args().piece_start; t < args().piece_start + args().piece_count; t++) {
-    long long width = n_cols - t * 32 < 32 ? n_cols - t * 32 : 32;
-    for (int g = 0; g < 2; g++) {  // dweight, then dbias
-      {
-        auto gb = grad_in_cb.scoped_reserve();
-        dma(g == 0 ? dweight_in.slice(0, t) : dbias_in.slice(0, t), gb).wait();
-      }
-      for (long long p = 0; p < part_rows; p += 32) {
-        long long rows = part_rows - p < 32 ? part_rows - p : 32;
-        auto pb = part_cb.scoped_reserve();
-        dma(g == 0 ? part_dw.slice(p, t * 32, rows, width) : part_db.slice(p, t * 32, rows, width), pb)
-            .wait();
-      }
+  for (long long q = args().piece_start; q < args().piece_start + args().piece_count; q++) {
+    const bool dw = q < CT;  // dweight's tile columns, then dbias's
+    const long long t = dw ? q : q - CT, width = n_cols - t * 32 < 32 ? n_cols - t * 32 : 32;
+    {
+      auto gb = grad_in_cb.scoped_reserve();
+      dma(dw ? dweight_in.slice(0, t) : dbias_in.slice(0, t), gb).wait();
+    }
+    for (long long p = 0; p < part_rows; p += 32) {
+      long long rows = part_rows - p < 32 ? part_rows - p : 32;
+      auto pb = part_cb.scoped_reserve();
+      dma(dw ? part_dw.slice(p, t * 32, rows, width) : part_db.slice(p, t * 32, rows, width), pb).wait();
     }
   }
 }
@@ -109,20 +108,19 @@ void compute() {
   }
   if (!WGRAD) return;
   const long long part_rows = part_dw.rows();
-  for (long long t = 0; t < args().piece_count; t++)  // steps 2 and 3
-    for (int g = 0; g < 2; g++) {                     // dweight, then dbias
-      auto acc = tile_acc_cb.scoped_scratch();
-      {
-        auto gb = grad_in_cb.scoped_wait();
-        acc.store(gb);
-      }
-      for (long long p = 0; p < part_rows; p += 32) {
-        auto pb = part_cb.scoped_wait();
-        acc.store(acc + reduce_sum<0>(pb));
-      }
-      auto ob = grad_out_cb.scoped_reserve();
-      ob.store(acc);
+  for (long long q = 0; q < args().piece_count; q++) {  // steps 2 and 3
+    auto acc = tile_acc_cb.scoped_scratch();
+    {
+      auto gb = grad_in_cb.scoped_wait();
+      acc.store(gb);
     }
+    for (long long p = 0; p < part_rows; p += 32) {
+      auto pb = part_cb.scoped_wait();
+      acc.store(acc + reduce_sum<0>(pb));
+    }
+    auto ob = grad_out_cb.scoped_reserve();
+    ob.store(acc);
+  }
 }
 
 void writer() {
@@ -144,9 +142,8 @@ void writer() {
     }
   if (!WGRAD) return;
   arrived.remote_inc(0, 0);  // step 2: this core's partial sums are written
-  for (long long t = args().piece_start; t < args().piece_start + args().piece_count; t++)
-    for (int g = 0; g < 2; g++) {
-      auto ob = grad_out_cb.scoped_wait();
-      dma(ob, g == 0 ? dweight.slice(0, t) : dbias.slice(0, t)).wait();
-    }
+  for (long long q = args().piece_start; q < args().piece_start + args().piece_count; q++) {
+    auto ob = grad_out_cb.scoped_wait();
+    dma(ob, q < CT ? dweight.slice(0, q) : dbias.slice(0, q - CT)).wait();
+  }
 }

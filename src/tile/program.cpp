@@ -147,7 +147,8 @@ bool valid_warps(int n) { return n == 1 || n == 2 || n == 4 || n == 8 || n == 16
 
 Program& Program::gpu_compute_warps(int warps) {
   if (!valid_warps(warps))
-    fail(*d_, "gpu_compute_warps(" + std::to_string(warps) + "): the compute role takes 1, 2, 4, 8 or 16 warps");
+    fail(*d_,
+         "gpu_compute_warps(" + std::to_string(warps) + "): the compute role takes 1, 2, 4, 8 or 16 warps");
   d_->compute_warps = warps;
   return *this;
 }

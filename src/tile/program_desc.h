@@ -70,8 +70,8 @@ struct CBLayout {
   // The distinct block shapes (rows, cols in tiles) the bulk tensor copy engine can move with one
   // box per 256 rows: a tensor has a tensor map for each.
   std::vector<std::pair<int, int>> box_shapes;
-  size_t barrier_bytes;   // the mbarriers of every CB, first, padded to 128 bytes
-  size_t total;           // barriers + rings (each 128-byte aligned)
+  size_t barrier_bytes;  // the mbarriers of every CB, first, padded to 128 bytes
+  size_t total;          // barriers + rings (each 128-byte aligned)
 };
 // Offsets as the GPU backend lays the CBs out in dynamic shared memory.
 CBLayout layout_cbs(const Program::Desc& d);

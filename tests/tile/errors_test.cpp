@@ -219,8 +219,9 @@ TEST(TileErrors, CBsLargerThanSharedMemoryAreRejectedOnTheCpuToo) {
   Program wide("wide", idle, Grid::cores(1));
   wide.gpu_compute_warps(16).cb("x_cb", 4, 7, DType::F32);
   EXPECT_EQ(wide.cb_bytes(), 229376 + 512);
-  EXPECT_NE(error_of([&] { wide.gpu_compute_warps(3); })
-                .find("gpu_compute_warps(3): the compute role takes 1, 2, 4, 8 or 16 warps"),
+  EXPECT_NE(error_of([&] {
+              wide.gpu_compute_warps(3);
+            }).find("gpu_compute_warps(3): the compute role takes 1, 2, 4, 8 or 16 warps"),
             std::string::npos);
 }
 

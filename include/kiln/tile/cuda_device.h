@@ -134,12 +134,10 @@ struct CbLayout {
 inline CbLayout cb_layout(int cb) {
 #ifdef KILN_TILE_CB_LAYOUT
 #define KILN_TILE_CB_CASE(i, d, b, s, o, r, c, sh) \
-  case i:                                         \
-    return CbLayout{d, b, s, o, r, c, sh};
+  case i: return CbLayout{d, b, s, o, r, c, sh};
   switch (cb) {
     KILN_TILE_CB_LAYOUT(KILN_TILE_CB_CASE)
-    default:
-      break;
+    default: break;
   }
 #undef KILN_TILE_CB_CASE
 #endif
@@ -173,7 +171,8 @@ inline unsigned long long* pad_sig(int cb, unsigned slot) {
   return reinterpret_cast<unsigned long long*>(cb_region(cb) + (4 * cb_layout(cb).slots + slot) * 8);
 }
 inline WarpCounters& counters(int cb) {
-  return reinterpret_cast<WarpCounters*>(cb_region(cb) + cuda_abi::kBarrierBytesPerSlot * cb_layout(cb).slots)[warp()];
+  return reinterpret_cast<WarpCounters*>(cb_region(cb) +
+                                         cuda_abi::kBarrierBytesPerSlot * cb_layout(cb).slots)[warp()];
 }
 
 // ---- bulk copies (the TMA engine) ----
@@ -200,7 +199,8 @@ inline void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;"
 // outside the tensor read as zeros and are not written.
 inline void tensor_read(unsigned dst, const cuda_abi::TensorMap* map, int col, int row, unsigned bar) {
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3}], "
       "[%4];" ::"r"(dst),
       "l"(map), "r"(col), "r"(row), "r"(bar)
       : "memory");
@@ -482,7 +482,7 @@ inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at
   const bool boxes = cb.shape >= 0 && v.map_base >= 0 && (pad_bits == 0 || (r.rows == bh && r.cols == bw));
   const bool bulk = bulk_rows(v, r) && r.cols > 0;
   const bool padded = *sig == want;  // the padding from the slot's last read is still in place
-  role_sync();  // every thread has read the count and the signature
+  role_sync();                       // every thread has read the count and the signature
   if (leader()) {
     *issued = n + 1;
     *sig = want;
@@ -490,7 +490,8 @@ inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at
       mbar_expect_tx(bar, static_cast<unsigned>(bh * bw * es));
       const cuda_abi::TensorMap* map = &kiln_tile_block.maps->map[v.map_base + cb.shape];
       for (int h = 0; h < bh; h += 256)
-        tensor_read(smem_addr(dst + h * bw * es), map, static_cast<int>(r.c0), static_cast<int>(r.r0 + h), bar);
+        tensor_read(smem_addr(dst + h * bw * es), map, static_cast<int>(r.c0), static_cast<int>(r.r0 + h),
+                    bar);
     } else if (bulk) {
       mbar_expect_tx(bar, static_cast<unsigned>(r.rows * r.cols * es));  // before any copy lands
     }
@@ -511,16 +512,27 @@ inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at
     if (!padded)
       for (int q = role_rank(); q < (bh - r.rows) * chunks; q += role_size()) below[q] = p16;
   } else {
-    for (int q = role_rank(); q < bh * bw; q += role_size()) {
-      const int i = q / bw, j = q % bw;
-      unsigned char* d = dst + q * es;
-      const bool in = i < r.rows && j < r.cols;
+    // the slice's elements (consecutive threads take consecutive ones, so even a column's loads
+    // are in flight together), then the padding unless it is in place
+    for (int q = role_rank(); q < r.rows * r.cols; q += role_size()) {
+      const int i = q / r.cols, j = q % r.cols;
+      unsigned char* d = dst + (i * bw + j) * es;
       const unsigned char* g = src + (static_cast<long long>(i) * v.cols + j) * es;
       if (es == 4)
-        *reinterpret_cast<unsigned*>(d) = in ? ld_cg_u32(g) : pad_bits;
+        *reinterpret_cast<unsigned*>(d) = ld_cg_u32(g);
       else
-        *reinterpret_cast<unsigned short*>(d) = in ? ld_cg_u16(g) : static_cast<unsigned short>(pad_bits);
+        *reinterpret_cast<unsigned short*>(d) = ld_cg_u16(g);
     }
+    if (!padded)
+      for (int q = role_rank(); q < bh * bw; q += role_size()) {
+        const int i = q / bw, j = q % bw;
+        if (i < r.rows && j < r.cols) continue;
+        unsigned char* d = dst + q * es;
+        if (es == 4)
+          *reinterpret_cast<unsigned*>(d) = pad_bits;
+        else
+          *reinterpret_cast<unsigned short*>(d) = static_cast<unsigned short>(pad_bits);
+      }
   }
   role_sync();  // the role's direct writes come before the leader's arrival
   if (leader()) mbar_arrive(bar, 1);
@@ -546,7 +558,8 @@ inline int dma_write(abi::BlockRef b, int t, abi::Slice s, abi::Loc at) {
     if (leader()) {
       const cuda_abi::TensorMap* map = &kiln_tile_block.maps->map[v.map_base + cb.shape];
       for (int h = 0; h < cb.rows * 32; h += 256)
-        tensor_write(map, static_cast<int>(r.c0), static_cast<int>(r.r0 + h), smem_addr(blk + h * cb.cols * 32 * es));
+        tensor_write(map, static_cast<int>(r.c0), static_cast<int>(r.r0 + h),
+                     smem_addr(blk + h * cb.cols * 32 * es));
       bulk_commit();
     }
     return kWriteId;

@@ -399,7 +399,8 @@ class Block {
     } else {
 #ifdef KILN_TILE_CUDA
       cuda::compute_begin();
-      cuda::for_elements<height, width>(out, [&](int i, int j) { return detail::from_f32<T>(bound.at(i, j)); });
+      cuda::for_elements<height, width>(out,
+                                        [&](int i, int j) { return detail::from_f32<T>(bound.at(i, j)); });
       cuda::compute_end();
 #else
       for (int i = 0; i < height; i++)
@@ -454,7 +455,8 @@ class Block {
 template <class CBT, bool Producer>
 class ScopedBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols> {
  public:
-  ScopedBlock(abi::BlockRef ref, abi::Loc l) : Block<typename CBT::value_type, CBT::rows, CBT::cols>(ref), loc_(l) {}
+  ScopedBlock(abi::BlockRef ref, abi::Loc l)
+      : Block<typename CBT::value_type, CBT::rows, CBT::cols>(ref), loc_(l) {}
   ScopedBlock(const ScopedBlock&) = delete;
   ScopedBlock& operator=(const ScopedBlock&) = delete;
   ~ScopedBlock() {
@@ -474,7 +476,8 @@ class ScopedBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols>
 template <class CBT>
 class ScratchBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols> {
  public:
-  ScratchBlock(abi::BlockRef ref, abi::Loc l) : Block<typename CBT::value_type, CBT::rows, CBT::cols>(ref), loc_(l) {}
+  ScratchBlock(abi::BlockRef ref, abi::Loc l)
+      : Block<typename CBT::value_type, CBT::rows, CBT::cols>(ref), loc_(l) {}
   ScratchBlock(const ScratchBlock&) = delete;
   ScratchBlock& operator=(const ScratchBlock&) = delete;
   ~ScratchBlock() {

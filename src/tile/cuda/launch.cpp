@@ -126,9 +126,11 @@ void encode_tensor_maps(const Program::Desc& d, const CBLayout& layout, rc::Cont
   for (size_t i = 0; i < d.tensors.size(); i++) {
     cuda_abi::TensorParam& v = p.tensors[i];
     const bool addressable = v.tiles && v.rows > 0 && v.cols > 0 && v.data % 16 == 0 &&
-                             (v.cols * v.elem_bytes) % 16 == 0 && v.rows < (1LL << 31) && v.cols < (1LL << 31);
+                             (v.cols * v.elem_bytes) % 16 == 0 && v.rows < (1LL << 31) &&
+                             v.cols < (1LL << 31);
     if (!addressable || used + shapes > cuda_abi::kMaxTensorMaps) continue;
-    const int data_type = d.tensors[i].dtype == DType::BF16 ? 9 : 7;  // CU_TENSOR_MAP_DATA_TYPE_{BFLOAT16,FLOAT32}
+    const int data_type =
+        d.tensors[i].dtype == DType::BF16 ? 9 : 7;  // CU_TENSOR_MAP_DATA_TYPE_{BFLOAT16,FLOAT32}
     const unsigned long long dims[2] = {static_cast<unsigned long long>(v.cols),
                                         static_cast<unsigned long long>(v.rows)};
     const unsigned long long pitch[1] = {static_cast<unsigned long long>(v.cols * v.elem_bytes)};
@@ -139,8 +141,8 @@ void encode_tensor_maps(const Program::Desc& d, const CBLayout& layout, rc::Cont
       const unsigned box[2] = {static_cast<unsigned>(cols * kTileSize),
                                static_cast<unsigned>(std::min<int64_t>(rows * kTileSize, 256))};
       // no interleave, no swizzle, L2 promotion of 128 bytes, zeros outside the tensor
-      ok = c.api->cuTensorMapEncodeTiled(&maps.map[used + s], data_type, 2, reinterpret_cast<void*>(v.data), dims,
-                                         pitch, box, unit, 0, 0, 2, 0) == 0;
+      ok = c.api->cuTensorMapEncodeTiled(&maps.map[used + s], data_type, 2, reinterpret_cast<void*>(v.data),
+                                         dims, pitch, box, unit, 0, 0, 2, 0) == 0;
     }
     if (!ok) continue;
     v.map_base = used;

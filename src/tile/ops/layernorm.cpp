@@ -122,7 +122,7 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
   p.constant("CT", CT).constant("K", K).constant("n_cols", C).constant("WGRAD", wgrad ? 1 : 0);
   p.runtime_args({"start", "count", "piece_start", "piece_count"});
   int cores = grid.size();
-  set_row_split(p, tiles(N), cores, split_work(wgrad ? CT : 0, cores));
+  set_row_split(p, tiles(N), cores, split_work(wgrad ? 2 * CT : 0, cores));  // dweight's and dbias's tiles
   return p;
 }
 
