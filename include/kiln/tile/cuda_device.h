@@ -768,6 +768,24 @@ inline void for_elements(T* out, F f) {
     for (int e = role_rank(); e < n; e += role_size()) out[e] = f(e / W, e % W);
   }
 }
+// The same with four consecutive elements per evaluation (W a multiple of 128, so a warp's 32
+// threads cover 128 columns of one row): f(i, j) returns them, put(p, v) writes them at p.
+template <int H, int W, class T, class F, class Put>
+inline void for_elements4(T* out, F f, Put put) {
+  constexpr int n = H * W / 4, step = kComputeThreads;
+  if (is_compute() && n % step == 0) {
+    constexpr int per = n / step, unroll = per % 4 == 0 ? 4 : per % 2 == 0 ? 2 : 1;
+    for (int e0 = static_cast<int>(threadIdx.x); e0 < n; e0 += step * unroll) {
+      decltype(f(0, 0)) v[unroll];
+#pragma unroll
+      for (int u = 0; u < unroll; u++) v[u] = f((e0 + u * step) * 4 / W, (e0 + u * step) * 4 % W);
+#pragma unroll
+      for (int u = 0; u < unroll; u++) put(out + (e0 + u * step) * 4, v[u]);
+    }
+  } else {
+    for (int e = role_rank(); e < n; e += role_size()) put(out + e * 4, f(e * 4 / W, e * 4 % W));
+  }
+}
 // After a thread wrote a block: the writes are ordered before bulk copies out of it.
 inline void compute_end() { fence_async_shared(); }
 

@@ -135,11 +135,44 @@ inline CoreRange whole_grid() { return CoreRange{0, 0, grid_cols(), grid_rows()}
 // Every expression has compile-time shape R x C in tiles; 0 means "broadcasts to any".
 namespace detail {
 
+// Four consecutive elements of a row (j a multiple of 4): what a GPU store evaluates per thread when
+// its block is a whole number of 128-element rows wide (one 16-byte access instead of four).
+struct F4 {
+  float v[4];
+};
+inline F4 splat(float x) { return F4{{x, x, x, x}}; }
+template <class E>
+F4 at4_of_scalars(const E& e, int i, int j) {  // the generic at4
+  return F4{{e.at(i, j), e.at(i, j + 1), e.at(i, j + 2), e.at(i, j + 3)}};
+}
+struct alignas(16) F4Mem {
+  float v[4];
+};
+struct alignas(8) B4Mem {
+  bf16 h[4];
+};
+inline F4 load4(const float* p) {
+  F4Mem m = *reinterpret_cast<const F4Mem*>(p);
+  return F4{{m.v[0], m.v[1], m.v[2], m.v[3]}};
+}
+inline F4 load4(const bf16* p) {
+  B4Mem m = *reinterpret_cast<const B4Mem*>(p);
+  return F4{{to_f32(m.h[0]), to_f32(m.h[1]), to_f32(m.h[2]), to_f32(m.h[3])}};
+}
+inline void store4(float* p, const F4& x) {
+  *reinterpret_cast<F4Mem*>(p) = F4Mem{{x.v[0], x.v[1], x.v[2], x.v[3]}};
+}
+inline void store4(bf16* p, const F4& x) {
+  *reinterpret_cast<B4Mem*>(p) =
+      B4Mem{{from_f32<bf16>(x.v[0]), from_f32<bf16>(x.v[1]), from_f32<bf16>(x.v[2]), from_f32<bf16>(x.v[3])}};
+}
+
 template <class T, int R, int C>
 struct BoundBlock {  // a block's memory during one store
   static constexpr int rows = R, cols = C;
   const T* p;
   float at(int i, int j) const { return to_f32(p[i * (C * kTile) + j]); }
+  F4 at4(int i, int j) const { return load4(p + i * (C * kTile) + j); }
 };
 
 struct Const {
@@ -147,6 +180,7 @@ struct Const {
   float v;
   Const bind(abi::Loc) const { return *this; }
   float at(int, int) const { return v; }
+  F4 at4(int, int) const { return splat(v); }
 };
 
 constexpr int merge_dim(int a, int b) { return a == 0 ? b : a; }
@@ -166,6 +200,11 @@ struct Binary {
     return Binary<Op, decltype(ba), decltype(bb)>{ba, bb};
   }
   float at(int i, int j) const { return Op::apply(a.at(i, j), b.at(i, j)); }
+  F4 at4(int i, int j) const {
+    F4 x = a.at4(i, j), y = b.at4(i, j);
+    return F4{{Op::apply(x.v[0], y.v[0]), Op::apply(x.v[1], y.v[1]), Op::apply(x.v[2], y.v[2]),
+               Op::apply(x.v[3], y.v[3])}};
+  }
 };
 
 template <class Op, class A>
@@ -177,6 +216,10 @@ struct Unary {
     return Unary<Op, decltype(ba)>{ba};
   }
   float at(int i, int j) const { return Op::apply(a.at(i, j)); }
+  F4 at4(int i, int j) const {
+    F4 x = a.at4(i, j);
+    return F4{{Op::apply(x.v[0]), Op::apply(x.v[1]), Op::apply(x.v[2]), Op::apply(x.v[3])}};
+  }
 };
 
 // Broadcasts: Dim0 = the first element row repeats down, Dim1 = the first element column repeats
@@ -192,6 +235,12 @@ struct Bcast {
     return Bcast<Dim0, Dim1, decltype(ba)>{ba};
   }
   float at(int i, int j) const { return a.at(Dim0 ? 0 : i, Dim1 ? 0 : j); }
+  F4 at4(int i, int j) const {
+    if constexpr (Dim1)
+      return splat(a.at(Dim0 ? 0 : i, 0));  // one element per row (or of the block)
+    else
+      return a.at4(0, j);
+  }
 };
 
 // Reduction over dim 0 (rows: a (1, N) result in element row 0) or dim 1 (columns: (M, 1) result
@@ -215,7 +264,14 @@ struct Reduce {
       // columns of one row): the lanes split the row and combine by shuffles
       const int lane = static_cast<int>(threadIdx.x & 31);
       float acc = Max ? -inf() : 0.0f;
-      for (int k = lane; k < n; k += 32) acc = combine(acc, a.at(i, k));
+      if constexpr (n % 128 == 0) {  // four consecutive columns per lane
+        for (int k = 4 * lane; k < n; k += 128) {
+          F4 x = a.at4(i, k);
+          acc = combine(combine(acc, x.v[0]), combine(x.v[1], combine(x.v[2], x.v[3])));
+        }
+      } else {
+        for (int k = lane; k < n; k += 32) acc = combine(acc, a.at(i, k));
+      }
       for (int o = 16; o > 0; o >>= 1) acc = combine(acc, __shfl_xor_sync(0xffffffffu, acc, o));
       return j == 0 ? acc : 0.0f;
     }
@@ -224,6 +280,19 @@ struct Reduce {
     float acc = Max ? -inf() : 0.0f;
     for (int k = 0; k < n; k++) acc = combine(acc, Dim == 0 ? a.at(k, j) : a.at(i, k));
     return acc;
+  }
+  F4 at4(int i, int j) const {
+    if constexpr (Dim == 0) {  // four column sums at once
+      if (i != 0) return splat(0.0f);
+      F4 acc = splat(Max ? -inf() : 0.0f);
+      for (int k = 0; k < A::rows * kTile; k++) {
+        F4 x = a.at4(k, j);
+        for (int c = 0; c < 4; c++) acc.v[c] = combine(acc.v[c], x.v[c]);
+      }
+      return acc;
+    } else {
+      return at4_of_scalars(*this, i, j);
+    }
   }
 };
 
@@ -246,6 +315,7 @@ struct Matmul {
     for (int k = 0; k < A::cols * kTile; k++) acc += a.at(i, k) * b.at(k, j);
     return acc;
   }
+  F4 at4(int i, int j) const { return at4_of_scalars(*this, i, j); }
 };
 
 template <class E>
@@ -399,8 +469,13 @@ class Block {
     } else {
 #ifdef KILN_TILE_CUDA
       cuda::compute_begin();
-      cuda::for_elements<height, width>(out,
-                                        [&](int i, int j) { return detail::from_f32<T>(bound.at(i, j)); });
+      if constexpr (width % 128 == 0)  // a warp's 32 threads cover 128 columns of one row
+        cuda::for_elements4<height, width>(
+            out, [&](int i, int j) { return bound.at4(i, j); },
+            [](T* p, const detail::F4& v) { detail::store4(p, v); });
+      else
+        cuda::for_elements<height, width>(out,
+                                          [&](int i, int j) { return detail::from_f32<T>(bound.at(i, j)); });
       cuda::compute_end();
 #else
       for (int i = 0; i < height; i++)
