@@ -162,6 +162,14 @@ int cuda_compute_warps(const Program::Desc& d) {
   return d.compute_warps ? d.compute_warps : fallback;
 }
 
+int trace_core() {
+  const char* v = std::getenv("KILN_TILE_TRACE");
+  if (!v || !*v) return -1;
+  char* end = nullptr;
+  long n = std::strtol(v, &end, 10);
+  return *end == 0 && n >= 0 && n < (1 << 20) ? static_cast<int>(n) : -1;
+}
+
 int64_t Program::cb_bytes() const { return static_cast<int64_t>(layout_cbs(*d_).total); }
 
 int64_t Program::cb_bytes_limit() { return cb_memory_limit(kSharedMemoryPerBlock); }

@@ -45,6 +45,8 @@ enum class Target { Cpu, Cuda };
 // gpu_compute_warps, else 4 or KILN_TILE_COMPUTE_WARPS: 1, 2, 4, 8 or 16), each data-movement role
 // on one more warp (include/kiln/tile/cuda_device.h).
 int cuda_compute_warps(const Program::Desc& d);
+// KILN_TILE_TRACE=<core>: the core whose timeline a GPU launch records and prints; -1: none.
+int trace_core();
 inline int cuda_warps(const Program::Desc& d) {
   return cuda_compute_warps(d) + static_cast<int>(d.dm_roles.size());
 }

@@ -241,6 +241,17 @@ TEST(TileCudaCompile, ShippedKernelsCompileWithNvrtcForSm90) {
   }
 }
 
+// KILN_TILE_TRACE=<core> compiles the recording of that core's timeline into the kernel.
+TEST(TileCudaCompile, TraceSettingCompilesTheRecordingIn) {
+  Tensor a = tile_input({64, 64}, 12), b = tile_input({64, 64}, 13);
+  Program p = add_program(a, b, 2, 1, 1, DType::F32);
+  EXPECT_EQ(p.generated_cuda_source().find("#define KILN_TILE_TRACE_CORE"), std::string::npos);
+  setenv("KILN_TILE_TRACE", "1", 1);
+  std::string traced = p.generated_cuda_source();
+  unsetenv("KILN_TILE_TRACE");
+  EXPECT_NE(traced.find("#define KILN_TILE_TRACE_CORE 1\n"), std::string::npos);
+}
+
 // ---- on the GPU ----
 
 TEST(TileCuda, ExamplesMatchTheCpuBackend) {
@@ -323,6 +334,28 @@ TEST(TileCuda, SecondLaunchCompilesNothing) {
   EXPECT_EQ(stats().compiler_invocations, compiles);
   EXPECT_EQ(stats().memory_cache_hits, hits + 1);
   auto x = a2.to_vector<float>(), y = b.to_vector<float>();
+  for (size_t i = 0; i < x.size(); i++) x[i] += y[i];
+  expect_near_all(p.result("y").to(Device::cpu()), x, 0, 1e-6);
+}
+
+// ... and prints the core's waits, stores and DMAs after the launch.
+TEST(TileCuda, TracePrintsACoresWaitsStoresAndDmas) {
+  KILN_REQUIRE_GPU();
+  Device d = Device::cuda();
+  Tensor a = tile_input({64, 64}, 15), b = tile_input({64, 64}, 16);
+  Program p = add_program(on(a, d), on(b, d), 2, 1, 1, DType::F32);
+  p.set_runtime_args(0, {0, 1, 0, 2}).set_runtime_args(1, {1, 1, 0, 2});
+  setenv("KILN_TILE_TRACE", "0", 1);
+  ::testing::internal::CaptureStderr();
+  p.run();
+  std::string out = ::testing::internal::GetCapturedStderr();
+  unsetenv("KILN_TILE_TRACE");
+  EXPECT_NE(out.find("kiln.tile trace of kernel '"), std::string::npos) << out;
+  EXPECT_NE(out.find("', core 0: "), std::string::npos) << out;
+  EXPECT_NE(out.find(" stores, "), std::string::npos) << out;
+  EXPECT_NE(out.find(" DMA reads issued;"), std::string::npos) << out;
+  EXPECT_NE(out.find(" DMA writes issued;"), std::string::npos) << out;
+  auto x = a.to_vector<float>(), y = b.to_vector<float>();
   for (size_t i = 0; i < x.size(); i++) x[i] += y[i];
   expect_near_all(p.result("y").to(Device::cpu()), x, 0, 1e-6);
 }

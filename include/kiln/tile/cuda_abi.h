@@ -75,10 +75,22 @@ struct Params {
   unsigned long long mcast;   // unsigned[cores][ncbs][4] multicast counters, zeroed
   unsigned long long errors;  // ErrorLog, zeroed
   unsigned long long timeout_ns;
+  unsigned long long trace;  // KILN_TILE_TRACE: unsigned long long count, then trace_cap records
   int ntensors, ncbs, nargs, nsems;
   int cores, grid_cols;
   unsigned barrier_bytes;  // the CBs' barriers and counters at the start of dynamic shared memory
-  int pad;
+  int trace_cap;
+};
+
+// A trace record (KILN_TILE_TRACE): clock() << 32 | event << 24 | warp << 16 | object. Events: a
+// slow wait's start and end (2 * ErrorKind + 0 / 1; object: the CB or semaphore), a store's start,
+// the end of its barrier and its end, a DMA read or write issued (object: the CB).
+enum TraceEvent : unsigned {
+  kTraceStore = 100,
+  kTraceStoreBarrier = 101,
+  kTraceStoreEnd = 102,
+  kTraceDmaRead = 103,
+  kTraceDmaWrite = 104,
 };
 
 // A CUtensorMap (opaque, 128 bytes, 64-byte aligned), and the launch's maps: a second

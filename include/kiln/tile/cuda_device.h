@@ -233,6 +233,23 @@ inline Vec16 ld_cg_v4(const void* p) {
 inline long long ld_volatile(const long long* p) { return *static_cast<const volatile long long*>(p); }
 inline unsigned ld_volatile(const unsigned* p) { return *static_cast<const volatile unsigned*>(p); }
 
+// ---- the trace (KILN_TILE_TRACE: one core's slow waits, stores and DMAs, by clock) ----
+// Lane 0 of the compute role's first warp and of each data-movement warp records.
+inline void trace(unsigned event, int object) {
+#ifdef KILN_TILE_TRACE_CORE
+  if (kiln_tile_block.core != KILN_TILE_TRACE_CORE || lane() != 0) return;
+  if (warp() != 0 && warp() < KILN_TILE_COMPUTE_WARPS) return;
+  auto* log = reinterpret_cast<unsigned long long*>(P().trace);
+  unsigned long long i = atomicAdd(log, 1ull);
+  if (i < static_cast<unsigned long long>(P().trace_cap))
+    log[1 + i] = static_cast<unsigned long long>(clock()) << 32 | event << 24 |
+                 static_cast<unsigned>(warp()) << 16 | (static_cast<unsigned>(object) & 0xffffu);
+#else
+  (void)event;
+  (void)object;
+#endif
+}
+
 // ---- failures and the watchdog ----
 inline void copy_file(char* dst, const char* src) {
   int i = 0;
@@ -290,6 +307,11 @@ template <class Ready>
 inline void wait_until(Ready ready, int kind, int object, abi::Loc at, long long v0 = 0, long long v1 = 0) {
   long long stop = from_leader([&]() -> long long {
     if (ready()) return 0;
+    trace(2 * kind, object);
+    struct End {  // the wait's end, however it ends
+      int kind, object;
+      ~End() { trace(2 * kind + 1, object); }
+    } end{kind, object};
     unsigned long long start = now_ns();
     for (unsigned n = 0;; n++) {
       if (ready()) return 0;
@@ -308,6 +330,11 @@ inline void wait_until(Ready ready, int kind, int object, abi::Loc at, long long
 // another went on), the role's leader records the wait and the warp stops.
 inline void wait_phase(unsigned bar, unsigned parity, int kind, int object, abi::Loc at, long long v0 = 0) {
   if (__all_sync(0xffffffffu, mbar_done(bar, parity))) return;
+  trace(2 * kind, object);
+  struct End {  // the wait's end, however it ends
+    int kind, object;
+    ~End() { trace(2 * kind + 1, object); }
+  } end{kind, object};
   const unsigned long long start = now_ns();
   unsigned long long grace_end = 0;
   for (unsigned n = 0;; n++) {
@@ -536,6 +563,7 @@ inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at
   }
   role_sync();  // the role's direct writes come before the leader's arrival
   if (leader()) mbar_arrive(bar, 1);
+  trace(cuda_abi::kTraceDmaRead, b.cb);
   return static_cast<int>(((n & 1) << 10) | (b.cb << 5) | b.slot);
 }
 
@@ -553,6 +581,7 @@ inline int dma_write(abi::BlockRef b, int t, abi::Slice s, abi::Loc at) {
   const int es = v.elem_bytes, bw = cb.cols * 32;
   const unsigned char* blk = slot_data(b.cb, b.slot);
   unsigned char* dst = reinterpret_cast<unsigned char*>(v.data) + (r.r0 * v.cols + r.c0) * es;
+  trace(cuda_abi::kTraceDmaWrite, b.cb);
   if (cb.shape >= 0 && v.map_base >= 0) {  // boxes through the tensor map; the leader's bulk group
     fence_async_shared();
     if (leader()) {
@@ -745,7 +774,11 @@ inline void sem_mcast_set(int sem, abi::CoreRange r, long long v, abi::Loc at) {
 // ---- compute helpers ----
 // Before a role computes on blocks: earlier writes by other threads of the role are visible (and
 // their reads of blocks this computation overwrites are done).
-inline void compute_begin() { role_sync(); }
+inline void compute_begin() {
+  trace(cuda_abi::kTraceStore, 0);
+  role_sync();
+  trace(cuda_abi::kTraceStoreBarrier, 0);
+}
 // out[i * W + j] = f(i, j) for the H x W elements of a block, split over the role's threads
 // (consecutive threads take consecutive columns, so a warp covers 32 columns of one row). Each
 // compute thread evaluates several elements before it stores any, so their shared-memory reads
@@ -787,7 +820,10 @@ inline void for_elements4(T* out, F f, Put put) {
   }
 }
 // After a thread wrote a block: the writes are ordered before bulk copies out of it.
-inline void compute_end() { fence_async_shared(); }
+inline void compute_end() {
+  fence_async_shared();
+  trace(cuda_abi::kTraceStoreEnd, 0);
+}
 
 // ---- the kernel's first and last steps ----
 // Copies the launch parameters into shared memory, zeroes the CB counters and sets up the barriers.

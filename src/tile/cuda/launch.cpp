@@ -6,6 +6,7 @@
 // need every core resident at once: they go through a cooperative launch, which the driver refuses
 // when the grid does not fit instead of letting it hang.
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -227,6 +228,10 @@ void launch(Program::Desc& d, int ordinal) {
   size_t at_args = take(static_cast<size_t>(cores) * d.arg_names.size() * 8 + 8);
   size_t at_sems = take(static_cast<size_t>(cores) * d.semaphores.size() * 8 + 8);
   size_t at_mcast = take(d.grid.is_2d ? static_cast<size_t>(cores) * d.cbs.size() * 16 : 16);
+  const int traced = trace_core();  // the kernel records when it was compiled with the same setting
+  const bool tracing = traced >= 0 && traced < cores;
+  constexpr int kTraceCap = 1 << 16;
+  size_t at_trace = take(tracing ? 8 * (1 + static_cast<size_t>(kTraceCap)) : 8);
   std::vector<size_t> at_mailbox(d.cbs.size(), 0);
   if (d.grid.is_2d)
     for (size_t i = 0; i < d.cbs.size(); i++)
@@ -248,6 +253,8 @@ void launch(Program::Desc& d, int ordinal) {
   p.mcast = base + at_mcast;
   p.errors = base + at_log;
   p.timeout_ns = static_cast<unsigned long long>(timeout) * 1000000ull;
+  p.trace = tracing ? base + at_trace : 0;
+  p.trace_cap = tracing ? kTraceCap : 0;
   p.ntensors = static_cast<int>(d.tensors.size());
   p.ncbs = static_cast<int>(d.cbs.size());
   p.nargs = static_cast<int>(d.arg_names.size());
@@ -285,6 +292,13 @@ void launch(Program::Desc& d, int ordinal) {
   rc::check(c.api->cuMemcpyDtoHAsync(host.log_head, base + at_log, sizeof(unsigned) * 2, c.stream),
             "cuMemcpyDtoHAsync");
   wait_for_kernel(d, c, timeout);
+  if (tracing) {  // printed before any error: the timeline of a deadlock is worth seeing too
+    unsigned long long recorded = 0;
+    rc::download(ordinal, &recorded, base + at_trace, 8);
+    std::vector<unsigned long long> recs(std::min<unsigned long long>(recorded, kTraceCap));
+    if (!recs.empty()) rc::download(ordinal, recs.data(), base + at_trace + 8, recs.size() * 8);
+    std::fprintf(stderr, "%s", describe_trace(d, traced, recs, recorded).c_str());
+  }
 
   if (host.log_head[0] != 0) {  // records: fetch the whole log
     cuda_abi::ErrorLog log;

@@ -2,6 +2,7 @@
 // log its kernel writes (the launch itself is src/tile/cuda/launch.cpp).
 #pragma once
 #include <string>
+#include <vector>
 
 #include "kiln/tile/cuda_abi.h"
 #include "runtime/cuda/api.h"
@@ -16,5 +17,9 @@ runtime::cuda::CUfunction compile(const Program::Desc& d, int ordinal);
 // The kiln::Error message for a launch whose kernel logged failures, or "" when the log is empty
 // (src/tile/cuda/errors.cpp). timeout_ms is the watchdog limit the launch ran with.
 std::string describe_errors(const Program::Desc& d, const cuda_abi::ErrorLog& log, long long timeout_ms);
+// The summary of a KILN_TILE_TRACE timeline: the records kept (in any order) and how many the
+// kernel made (src/tile/cuda/trace.cpp).
+std::string describe_trace(const Program::Desc& d, int core, const std::vector<unsigned long long>& records,
+                           unsigned long long recorded);
 
 }  // namespace kiln::tile::cuda
