@@ -320,12 +320,24 @@ TEST(TileCuda, MatmulMatchesHostReference) {
   expect_near_all(p.result("y").to(Device::cpu()), want, 1e-4, 1e-4);
 }
 
+// The add example on two cores of the GPU, one tile row each (runtime args: start row, rows,
+// start column, columns), and the check of its result.
+Program add_on_two_cores(const Tensor& a, const Tensor& b, Device d) {
+  Program p = add_program(on(a, d), on(b, d), 2, 1, 1, DType::F32);
+  p.set_runtime_args(0, {0, 1, 0, 2}).set_runtime_args(1, {1, 1, 0, 2});
+  return p;
+}
+void expect_sum(const Program& p, const Tensor& a, const Tensor& b) {
+  auto x = a.to_vector<float>(), y = b.to_vector<float>();
+  for (size_t i = 0; i < x.size(); i++) x[i] += y[i];
+  expect_near_all(p.result("y").to(Device::cpu()), x, 0, 1e-6);
+}
+
 TEST(TileCuda, SecondLaunchCompilesNothing) {
   KILN_REQUIRE_GPU();
   Device d = Device::cuda();
   Tensor a = tile_input({64, 64}, 12), b = tile_input({64, 64}, 13);
-  Program p = add_program(on(a, d), on(b, d), 2, 1, 1, DType::F32);
-  p.set_runtime_args(0, {0, 1, 0, 2}).set_runtime_args(1, {1, 1, 0, 2});
+  Program p = add_on_two_cores(a, b, d);
   p.run();
   Tensor a2 = tile_input({64, 64}, 14), a2_gpu = on(a2, d);
   int64_t compiles = stats().compiler_invocations, hits = stats().memory_cache_hits;
@@ -333,9 +345,7 @@ TEST(TileCuda, SecondLaunchCompilesNothing) {
   p.run();
   EXPECT_EQ(stats().compiler_invocations, compiles);
   EXPECT_EQ(stats().memory_cache_hits, hits + 1);
-  auto x = a2.to_vector<float>(), y = b.to_vector<float>();
-  for (size_t i = 0; i < x.size(); i++) x[i] += y[i];
-  expect_near_all(p.result("y").to(Device::cpu()), x, 0, 1e-6);
+  expect_sum(p, a2, b);
 }
 
 // ... and prints the core's waits, stores and DMAs after the launch.
@@ -343,8 +353,7 @@ TEST(TileCuda, TracePrintsACoresWaitsStoresAndDmas) {
   KILN_REQUIRE_GPU();
   Device d = Device::cuda();
   Tensor a = tile_input({64, 64}, 15), b = tile_input({64, 64}, 16);
-  Program p = add_program(on(a, d), on(b, d), 2, 1, 1, DType::F32);
-  p.set_runtime_args(0, {0, 1, 0, 2}).set_runtime_args(1, {1, 1, 0, 2});
+  Program p = add_on_two_cores(a, b, d);
   setenv("KILN_TILE_TRACE", "0", 1);
   ::testing::internal::CaptureStderr();
   p.run();
@@ -355,9 +364,7 @@ TEST(TileCuda, TracePrintsACoresWaitsStoresAndDmas) {
   EXPECT_NE(out.find(" stores, "), std::string::npos) << out;
   EXPECT_NE(out.find(" DMA reads issued;"), std::string::npos) << out;
   EXPECT_NE(out.find(" DMA writes issued;"), std::string::npos) << out;
-  auto x = a.to_vector<float>(), y = b.to_vector<float>();
-  for (size_t i = 0; i < x.size(); i++) x[i] += y[i];
-  expect_near_all(p.result("y").to(Device::cpu()), x, 0, 1e-6);
+  expect_sum(p, a, b);
 }
 
 TEST(TileCuda, DeadlockIsReportedByTheWatchdog) {

@@ -19,11 +19,6 @@ std::string core_name(const Program::Desc& d, int core) {
          ", y=" + std::to_string(core / d.grid.cols) + ")";
 }
 
-std::string role_name(const Program::Desc& d, int role) {
-  if (role >= 0 && role < static_cast<int>(d.dm_roles.size())) return d.dm_roles[role];
-  return d.compute_role;
-}
-
 template <class T>
 std::string name_of(const std::vector<T>& v, int i, const std::string& (*get)(const T&)) {
   return i >= 0 && i < static_cast<int>(v.size()) ? get(v[i]) : "#" + std::to_string(i);
@@ -31,8 +26,6 @@ std::string name_of(const std::vector<T>& v, int i, const std::string& (*get)(co
 const std::string& cb_get(const CBDecl& c) { return c.name; }
 const std::string& tensor_get(const TensorDecl& t) { return t.name; }
 const std::string& sem_get(const std::string& s) { return s; }
-
-std::string cb_name(const Program::Desc& d, int i) { return "CB '" + name_of(d.cbs, i, cb_get) + "'"; }
 
 bool is_wait(int kind) {
   return (kind >= cuda_abi::kWaitReserve && kind <= cuda_abi::kWaitMcastReceive) ||
@@ -47,8 +40,7 @@ std::string what(const Program::Desc& d, const ErrorRecord& r) {
       return "reserve() on " + cb_name(d, r.object) + " (all " + std::to_string(v[0]) + " blocks in use)";
     case cuda_abi::kWaitBlock: return "wait() on " + cb_name(d, r.object) + " (no block pushed)";
     case cuda_abi::kWaitSemaphore:
-      return "wait(" + std::to_string(v[0]) + ") on semaphore '" + name_of(d.semaphores, r.object, sem_get) +
-             "'";
+      return "wait(" + std::to_string(v[0]) + ") on " + semaphore_name(d, r.object);
     case cuda_abi::kWaitMcastSend:
       return "mcast() into " + cb_name(d, r.object) + " waiting for mcast_receive() on " +
              core_name(d, static_cast<int>(v[0]));
@@ -87,6 +79,15 @@ std::string line_of(const Program::Desc& d, const ErrorRecord& r) {
 }
 
 }  // namespace
+
+std::string role_name(const Program::Desc& d, int role) {
+  if (role >= 0 && role < static_cast<int>(d.dm_roles.size())) return d.dm_roles[role];
+  return d.compute_role;
+}
+std::string cb_name(const Program::Desc& d, int i) { return "CB '" + name_of(d.cbs, i, cb_get) + "'"; }
+std::string semaphore_name(const Program::Desc& d, int i) {
+  return "semaphore '" + name_of(d.semaphores, i, sem_get) + "'";
+}
 
 std::string describe_errors(const Program::Desc& d, const cuda_abi::ErrorLog& log, long long timeout_ms) {
   if (log.count == 0) return "";

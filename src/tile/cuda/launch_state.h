@@ -17,6 +17,11 @@ runtime::cuda::CUfunction compile(const Program::Desc& d, int ordinal);
 // The kiln::Error message for a launch whose kernel logged failures, or "" when the log is empty
 // (src/tile/cuda/errors.cpp). timeout_ms is the watchdog limit the launch ran with.
 std::string describe_errors(const Program::Desc& d, const cuda_abi::ErrorLog& log, long long timeout_ms);
+// How messages name a role (its index: data-movement roles, then compute), a CB and a semaphore
+// (src/tile/cuda/errors.cpp).
+std::string role_name(const Program::Desc& d, int role);
+std::string cb_name(const Program::Desc& d, int i);
+std::string semaphore_name(const Program::Desc& d, int i);
 // The summary of a KILN_TILE_TRACE timeline: the records kept (in any order) and how many the
 // kernel made (src/tile/cuda/trace.cpp).
 std::string describe_trace(const Program::Desc& d, int core, const std::vector<unsigned long long>& records,

@@ -18,21 +18,13 @@ struct Role {
 };
 
 std::string wait_name(const Program::Desc& d, int kind, int object) {
-  auto cb = [&] {
-    return object < static_cast<int>(d.cbs.size()) ? "CB '" + d.cbs[object].name + "'"
-                                                   : "CB " + std::to_string(object);
-  };
   switch (kind) {
-    case cuda_abi::kWaitReserve: return "reserve() on " + cb();
-    case cuda_abi::kWaitBlock: return "wait() on " + cb();
-    case cuda_abi::kWaitDma: return "DMA wait on " + cb();
-    case cuda_abi::kWaitMcastSend: return "mcast() into " + cb();
-    case cuda_abi::kWaitMcastReceive: return "multicast receive into " + cb();
-    case cuda_abi::kWaitSemaphore:
-      return "wait() on semaphore '" +
-             (object < static_cast<int>(d.semaphores.size()) ? d.semaphores[object]
-                                                             : std::to_string(object)) +
-             "'";
+    case cuda_abi::kWaitReserve: return "reserve() on " + cb_name(d, object);
+    case cuda_abi::kWaitBlock: return "wait() on " + cb_name(d, object);
+    case cuda_abi::kWaitDma: return "DMA wait on " + cb_name(d, object);
+    case cuda_abi::kWaitMcastSend: return "mcast() into " + cb_name(d, object);
+    case cuda_abi::kWaitMcastReceive: return "multicast receive into " + cb_name(d, object);
+    case cuda_abi::kWaitSemaphore: return "wait() on " + semaphore_name(d, object);
     default: return "wait of kind " + std::to_string(kind);
   }
 }
@@ -88,8 +80,8 @@ std::string describe_trace(const Program::Desc& d, int core, const std::vector<u
   out += std::to_string(recorded) + " events over " + std::to_string(span) + " cycles\n";
   const int compute_warps = cuda_compute_warps(d);
   for (auto& [w, r] : roles) {
-    const bool compute = w < compute_warps;
-    out += "  " + (compute ? d.compute_role + " (its first warp)" : d.dm_roles[w - compute_warps]) + ":";
+    const bool compute = w < compute_warps;  // warps: compute, then one per data-movement role
+    out += "  " + (compute ? d.compute_role + " (its first warp)" : role_name(d, w - compute_warps)) + ":";
     if (r.stores)
       out += " " + std::to_string(r.stores) + " stores, " + percent(r.store, span) + " of the time (" +
              percent(r.barrier, span) + " in the barrier that starts each);";
