@@ -301,6 +301,12 @@ inline long long from_leader(F f) {
   return v;
 }
 
+// Records a slow wait's end in the trace, however the wait ends (its start is recorded by the caller).
+struct TracedWait {
+  int kind, object;
+  ~TracedWait() { trace(2 * kind + 1, object); }
+};
+
 // The leader polls ready() until it holds; on timeout (or when another role already failed) it
 // records what it waited for and the whole role stops. Returns with the role in sync.
 template <class Ready>
@@ -308,10 +314,7 @@ inline void wait_until(Ready ready, int kind, int object, abi::Loc at, long long
   long long stop = from_leader([&]() -> long long {
     if (ready()) return 0;
     trace(2 * kind, object);
-    struct End {  // the wait's end, however it ends
-      int kind, object;
-      ~End() { trace(2 * kind + 1, object); }
-    } end{kind, object};
+    TracedWait traced{kind, object};
     unsigned long long start = now_ns();
     for (unsigned n = 0;; n++) {
       if (ready()) return 0;
@@ -331,10 +334,7 @@ inline void wait_until(Ready ready, int kind, int object, abi::Loc at, long long
 inline void wait_phase(unsigned bar, unsigned parity, int kind, int object, abi::Loc at, long long v0 = 0) {
   if (__all_sync(0xffffffffu, mbar_done(bar, parity))) return;
   trace(2 * kind, object);
-  struct End {  // the wait's end, however it ends
-    int kind, object;
-    ~End() { trace(2 * kind + 1, object); }
-  } end{kind, object};
+  TracedWait traced{kind, object};
   const unsigned long long start = now_ns();
   unsigned long long grace_end = 0;
   for (unsigned n = 0;; n++) {
@@ -524,21 +524,19 @@ inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at
     }
   }
   role_sync();
-  if (boxes) {
-  } else if (bulk) {
+  if (!boxes && bulk) {
     for (int i = role_rank(); i < r.rows; i += role_size())
       bulk_read(smem_addr(dst + i * bw * es), src + i * v.cols * es, static_cast<unsigned>(r.cols * es), bar);
     // padding: the columns right of the slice (whole 16-byte chunks), then the rows below it
     const Vec16 p16{pad_bits, pad_bits, pad_bits, pad_bits};
     const int chunks = bw * es / 16, first = r.cols * es / 16;
-    if (padded) {
-    } else if (first < chunks)
+    if (!padded && first < chunks)
       for (int q = role_rank(); q < r.rows * (chunks - first); q += role_size())
         reinterpret_cast<Vec16*>(dst + (q / (chunks - first)) * bw * es)[first + q % (chunks - first)] = p16;
     Vec16* below = reinterpret_cast<Vec16*>(dst + r.rows * bw * es);
     if (!padded)
       for (int q = role_rank(); q < (bh - r.rows) * chunks; q += role_size()) below[q] = p16;
-  } else {
+  } else if (!boxes) {
     // the slice's elements (consecutive threads take consecutive ones, so even a column's loads
     // are in flight together), then the padding unless it is in place
     for (int q = role_rank(); q < r.rows * r.cols; q += role_size()) {
