@@ -99,30 +99,7 @@ Loaded load() {
     r.why = "libcuda lacks the entry point " + missing + " (too old a driver?)";
     return r;
   }
-  r.ok = load_nvrtc(a, r.why);
-  return r;
-}
-
-// NVRTC alone (no driver needed): compiles for a GPU this machine may not have.
-Loaded load_nvrtc_only() {
-  Loaded r;
-  r.ok = load_nvrtc(r.api, r.why);
-  return r;
-}
-
-const Api* once_loaded(std::once_flag& once, Loaded*& loaded, Loaded (*load_fn)(), std::string* why) {
-  std::call_once(once, [&] { loaded = new Loaded(load_fn()); });
-  if (!loaded->ok) {
-    if (why) *why = loaded->why;
-    return nullptr;
-  }
-  return &loaded->api;
-}
-
-}  // namespace
-
-bool load_nvrtc(Api& a, std::string& why) {
-  std::string nv_tried, missing;
+  std::string nv_tried;
   // the loader path, then the toolkit's usual homes (KILN_NVRTC names a library explicitly)
   std::string home = env("CUDA_HOME").empty() ? env("CUDA_PATH") : env("CUDA_HOME");
   a.libnvrtc =
@@ -130,8 +107,8 @@ bool load_nvrtc(Api& a, std::string& why) {
                   home.empty() ? "" : home + "/lib64/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"},
                  nv_tried);
   if (!a.libnvrtc) {
-    why = "NVRTC (the runtime CUDA compiler) is not installed (tried " + nv_tried + ")";
-    return false;
+    r.why = "NVRTC (the runtime CUDA compiler) is not installed (tried " + nv_tried + ")";
+    return r;
   }
   void* nv = a.libnvrtc;
   bind(nv, a.nvrtcVersion, "nvrtcVersion", missing);
@@ -144,22 +121,24 @@ bool load_nvrtc(Api& a, std::string& why) {
   bind(nv, a.nvrtcDestroyProgram, "nvrtcDestroyProgram", missing);
   bind(nv, a.nvrtcGetErrorString, "nvrtcGetErrorString", missing);
   if (!missing.empty()) {
-    why = "NVRTC lacks the entry point " + missing;
-    return false;
+    r.why = "NVRTC lacks the entry point " + missing;
+    return r;
   }
-  return true;
+  r.ok = true;
+  return r;
 }
+
+}  // namespace
 
 const Api* api(std::string* why) {
   static std::once_flag once;
   static Loaded* loaded = nullptr;
-  return once_loaded(once, loaded, load, why);
-}
-
-const Api* nvrtc_api(std::string* why) {
-  static std::once_flag once;
-  static Loaded* loaded = nullptr;
-  return once_loaded(once, loaded, load_nvrtc_only, why);
+  std::call_once(once, [] { loaded = new Loaded(load()); });
+  if (!loaded->ok) {
+    if (why) *why = loaded->why;
+    return nullptr;
+  }
+  return &loaded->api;
 }
 
 void check(int rc, const char* what) {

@@ -109,11 +109,6 @@ void bind(void* lib, F& fn, const char* name, std::string& missing) {
 
 // Loads the libraries and resolves every entry point once; nullptr (and `why`) when unavailable.
 const Api* api(std::string* why = nullptr);
-// NVRTC alone, without the driver (its driver entry points stay null): compiling for a GPU this
-// machine may not have. nullptr (and `why`) when NVRTC is not installed.
-const Api* nvrtc_api(std::string* why = nullptr);
-// Loads NVRTC into `a` (libnvrtc and the nvrtc* entry points); false with `why` when it cannot.
-bool load_nvrtc(Api& a, std::string& why);
 // Throws kiln::Error "kiln.cuda: <what> failed: <driver message>" when rc is not success.
 void check(int rc, const char* what);
 

@@ -28,20 +28,21 @@ Cache& cache() {
   return *c;
 }
 
-std::vector<std::string> options(const std::string& arch, const std::string& std = "c++17") {
-  return {"--gpu-architecture=" + arch, "-std=" + std, "--fmad=true", "-default-device"};
+std::vector<std::string> options(const Context& c) {
+  return {"--gpu-architecture=" + c.arch, "-std=c++17", "--fmad=true", "-default-device"};
 }
 
 std::string compiler_id(const Context& c) {
   std::string id = "nvrtc " + std::to_string(availability().nvrtc_major) + "." +
                    std::to_string(availability().nvrtc_minor);
-  for (auto& o : options(c.arch)) id += " " + o;
+  for (auto& o : options(c)) id += " " + o;
   return id + "\n" + codegen::cuda_prelude();
 }
 
 // Compiles one translation unit to a cubin; errors carry the NVRTC log and the source.
-std::string compile(const Api* a, const std::string& src, const std::string& what,
+std::string compile(const Context& c, const std::string& src, const std::string& what,
                     const std::vector<std::string>& opts) {
+  const Api* a = c.api;
   void* prog = nullptr;
   if (int rc = a->nvrtcCreateProgram(&prog, src.c_str(), "kiln.cu", 0, nullptr, nullptr))
     throw Error(std::string("kiln.cuda: nvrtcCreateProgram failed: ") + a->nvrtcGetErrorString(rc));
@@ -120,7 +121,7 @@ std::vector<CUfunction> load_kernels(int ordinal, const std::vector<KernelSource
 
   Batch batch = make_batch(codegen::cuda_prelude(), kernels, keys, missing, id);
   const std::string& what = batch.what;
-  std::string cubin = compile(c.api, batch.source, what, options(c.arch));
+  std::string cubin = compile(c, batch.source, what, options(c));
   make_dirs(dir);
   std::string file = "b_" + batch.key + ".cubin";
   write_file_atomic(dir + "/" + file, cubin);
@@ -141,7 +142,9 @@ CUfunction load_program(int ordinal, const std::string& what, const std::string&
   Context& c = context(ordinal);
   Cache& k = cache();
   std::lock_guard<std::mutex> l(k.mu);
-  std::vector<std::string> opts = options(c.arch, std);
+  std::vector<std::string> opts = options(c);
+  for (auto& o : opts)
+    if (o.rfind("-std=", 0) == 0) o = "-std=" + std;
   std::string id = "nvrtc " + std::to_string(availability().nvrtc_major) + "." +
                    std::to_string(availability().nvrtc_minor) + " program";
   for (auto& o : opts) id += " " + o;
@@ -157,7 +160,7 @@ CUfunction load_program(int ordinal, const std::string& what, const std::string&
     stats().disk_cache_hits++;
     return f;
   }
-  std::string cubin = compile(c.api, source, what, opts);
+  std::string cubin = compile(c, source, what, opts);
   make_dirs(dir);
   write_file_atomic(dir + "/" + key + ".cubin", cubin);
   CUfunction f = get_function(c, load_module(c, dir + "/" + key + ".cubin", &cubin), symbol);
@@ -165,14 +168,6 @@ CUfunction load_program(int ordinal, const std::string& what, const std::string&
   k.fns[mem_key] = f;
   stats().kernels_compiled++;
   return f;
-}
-
-std::string compile_without_device(const std::string& arch, const std::string& what,
-                                   const std::string& source, const std::string& std) {
-  std::string why;
-  const Api* a = nvrtc_api(&why);
-  if (!a) throw Error("kiln.cuda: cannot compile " + what + ": " + why);
-  return compile(a, source, what, options(arch, std));
 }
 
 void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::vector<void*>& bufs,

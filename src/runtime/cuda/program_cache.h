@@ -19,10 +19,6 @@ std::vector<CUfunction> load_kernels(int ordinal, const std::vector<KernelSource
 // the compiler; `what` names it in errors (which carry the NVRTC log).
 CUfunction load_program(int ordinal, const std::string& what, const std::string& source,
                         const std::string& symbol, const std::string& std);
-// Compiles a self-contained translation unit as load_program does, for the architecture `arch`
-// (e.g. "sm_90") with no GPU needed (NVRTC alone): the cubin, or kiln::Error with the NVRTC log.
-std::string compile_without_device(const std::string& arch, const std::string& what,
-                                   const std::string& source, const std::string& std);
 // Launches f on the device's stream over bufs (device addresses, one per kernel parameter). A launch
 // whose blocks share outputs (l.split > 1) needs l.scratch_bytes of scratch: `scratch` when given (the
 // caller keeps it as long as the launch may run again: a CUDA graph), else a block of the allocator's
