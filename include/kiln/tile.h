@@ -59,8 +59,12 @@ class Program {
   // An output written by the kernel; zero-filled before each run unless `fill` says otherwise.
   Program& output(const std::string& name, Shape shape, DType dtype, Indexing indexing = Indexing::Tiles,
                   Fill fill = Fill::Zeros);
-  // A circular buffer named `name` in kernels, of blocks of rows x cols tiles.
-  Program& cb(const std::string& name, int rows, int cols, DType dtype, int buffer_factor = 2);
+  // A circular buffer named `name` in kernels, of blocks of rows x cols tiles. Tiles are 32x32
+  // elements, or tile_rows x 32 (1, 2, 4, 8 or 16: short tiles) where a block needs fewer rows: a
+  // row vector (tile_rows 1), or a few whole rows of a long row. Blocks of short tiles move through
+  // element-indexed accessors.
+  Program& cb(const std::string& name, int rows, int cols, DType dtype, int buffer_factor = 2,
+              int tile_rows = 32);
   Program& semaphore(const std::string& name);
   // A compile-time constant: `constexpr long long name = value;` in the kernel.
   Program& constant(const std::string& name, int64_t value);

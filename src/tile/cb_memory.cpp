@@ -27,11 +27,13 @@ CBLayout layout_cbs(const Program::Desc& d) {
   l.barrier_bytes = off;
   for (size_t i = 0; i < d.cbs.size(); i++) {
     const CBDecl& c = d.cbs[i];
-    l.cbs[i].block_bytes = static_cast<size_t>(c.rows * c.cols) * kTileSize * kTileSize * dtype_size(c.dtype);
+    l.cbs[i].block_bytes = c.block_bytes();
     l.cbs[i].data_offset = off;
     off = align_up(off + l.cbs[i].block_bytes * c.buffer_factor, 128);
     l.cbs[i].shape = -1;
-    if (c.cols * kTileSize > 256) continue;  // a box is at most 256 elements wide
+    // a box is at most 256 elements wide; blocks of short tiles move through element accessors,
+    // which have no maps
+    if (c.cols * kTileSize > 256 || c.tile_rows != kTileSize) continue;
     std::pair<int, int> shape{static_cast<int>(c.rows), static_cast<int>(c.cols)};
     auto it = std::find(l.box_shapes.begin(), l.box_shapes.end(), shape);
     l.cbs[i].shape = static_cast<int>(it - l.box_shapes.begin());
@@ -59,7 +61,7 @@ void check_cb_memory(const Program::Desc& d, const CBLayout& l, int64_t shared_p
   for (size_t i = 0; i < d.cbs.size(); i++) {
     const CBDecl& c = d.cbs[i];
     slots += static_cast<size_t>(c.buffer_factor);
-    msg += "\n  CB '" + c.name + "': " + std::to_string(c.rows) + "x" + std::to_string(c.cols) + " tiles " +
+    msg += "\n  CB '" + c.name + "': " + c.shape_str() + " " +
            dtype_name(c.dtype) + " x buffer factor " + std::to_string(c.buffer_factor) + " = " +
            std::to_string(l.cbs[i].block_bytes * c.buffer_factor) + " bytes";
   }

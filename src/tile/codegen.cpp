@@ -35,12 +35,13 @@ std::string generate_source(const Program::Desc& d, Target target) {
     // the CB layout as constants (cuda_device.h: cb_layout)
     const CBLayout l = layout_cbs(d);
     s += "#define KILN_TILE_NCBS " + std::to_string(d.cbs.size()) + "\n#define KILN_TILE_CB_LAYOUT(X)";
-    // id, ring offset, block bytes, slots, barrier offset, rows, cols, box shape
+    // id, ring offset, block bytes, slots, barrier offset, rows, cols, box shape, tile rows
     for (size_t i = 0; i < d.cbs.size(); i++)
       s += " X(" + std::to_string(i) + ", " + std::to_string(l.cbs[i].data_offset) + "u, " +
            std::to_string(l.cbs[i].block_bytes) + "u, " + std::to_string(d.cbs[i].buffer_factor) + "u, " +
            std::to_string(l.cbs[i].barrier_offset) + "u, " + std::to_string(d.cbs[i].rows) + ", " +
-           std::to_string(d.cbs[i].cols) + ", " + std::to_string(l.cbs[i].shape) + ")";
+           std::to_string(d.cbs[i].cols) + ", " + std::to_string(l.cbs[i].shape) + ", " +
+           std::to_string(d.cbs[i].tile_rows) + ")";
     s += "\n";
   }
   s += "#include <kiln/tile/kernel.h>\nusing namespace kiln::tile;\n";
@@ -57,7 +58,8 @@ std::string generate_source(const Program::Desc& d, Target target) {
   for (size_t i = 0; i < d.cbs.size(); i++) {
     auto& c = d.cbs[i];
     s += handle + "CB<" + std::string(element_type(c.dtype)) + ", " + std::to_string(c.rows) + ", " +
-         std::to_string(c.cols) + ", " + std::to_string(i) + "> " + c.name + "{};\n";
+         std::to_string(c.cols) + ", " + std::to_string(i) + ", " + std::to_string(c.tile_rows) + "> " +
+         c.name + "{};\n";
   }
   for (size_t i = 0; i < d.semaphores.size(); i++)
     s += handle + "Semaphore<" + std::to_string(i) + "> " + d.semaphores[i] + "{};\n";

@@ -91,7 +91,8 @@ Program& Program::output(const std::string& name, Shape shape, DType dtype, Inde
   return *this;
 }
 
-Program& Program::cb(const std::string& name, int rows, int cols, DType dtype, int buffer_factor) {
+Program& Program::cb(const std::string& name, int rows, int cols, DType dtype, int buffer_factor,
+                     int tile_rows) {
   check_new_name(*d_, name);
   check_dtype(*d_, "CB '" + name + "'", dtype);
   if (rows < 1 || cols < 1 || buffer_factor < 1)
@@ -99,7 +100,10 @@ Program& Program::cb(const std::string& name, int rows, int cols, DType dtype, i
                   "' needs a block of at least 1x1 tiles and a buffer factor of at least 1 (got " +
                   std::to_string(rows) + "x" + std::to_string(cols) + ", factor " +
                   std::to_string(buffer_factor) + ")");
-  d_->cbs.push_back(CBDecl{name, rows, cols, dtype, buffer_factor});
+  if (tile_rows < 1 || tile_rows > 32 || (tile_rows & (tile_rows - 1)) != 0)
+    fail(*d_, "CB '" + name + "' has tiles of " + std::to_string(tile_rows) +
+                  " rows; tiles have 1, 2, 4, 8, 16 or 32 rows (of 32 elements)");
+  d_->cbs.push_back(CBDecl{name, rows, cols, dtype, buffer_factor, tile_rows});
   return *this;
 }
 

@@ -21,9 +21,18 @@ struct TensorDecl {
 
 struct CBDecl {
   std::string name;
-  int rows, cols;
+  int rows, cols;  // tiles
   DType dtype;
   int buffer_factor;
+  int tile_rows = 32;  // elements per tile row (short tiles: 1, 2, 4, 8, 16)
+  int64_t height() const { return int64_t{rows} * tile_rows; }  // element rows of a block
+  int64_t width() const { return int64_t{cols} * 32; }
+  size_t block_bytes() const { return static_cast<size_t>(height() * width()) * dtype_size(dtype); }
+  // "2x3 tiles", or "2x3 tiles of 8x32" for short tiles
+  std::string shape_str() const {
+    return std::to_string(rows) + "x" + std::to_string(cols) + " tiles" +
+           (tile_rows == 32 ? "" : " of " + std::to_string(tile_rows) + "x32");
+  }
 };
 
 struct Program::Desc {

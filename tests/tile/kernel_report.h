@@ -24,9 +24,16 @@ inline void report_errors(const std::string& what, DType t, const Tensor& got, c
 // Prints the CB memory per core of a shipped kernel's program, with the compile-time constant that
 // sizes its blocks (e.g. K, the chunk of a row), and checks it against the budget the host side
 // sizes blocks for (well within the limit every launch checks).
-inline void report_cb_bytes(const std::string& what, const tile::Program& p, const std::string& constant) {
+// `constant`: the block-size constant to print (`other` where the program has none of that name).
+inline void report_cb_bytes(const std::string& what, const tile::Program& p, std::string constant,
+                            const std::string& other = "") {
   std::string src = p.generated_source(), key = "constexpr long long " + constant + " = ";
   size_t at = src.find(key);
+  if (at == std::string::npos && !other.empty()) {
+    constant = other;
+    key = "constexpr long long " + constant + " = ";
+    at = src.find(key);
+  }
   long long v = at == std::string::npos ? -1 : std::stoll(src.substr(at + key.size()));
   std::printf("[ cb bytes ] %-44s %s = %lld: %lld bytes per core\n", what.c_str(), constant.c_str(), v,
               static_cast<long long>(p.cb_bytes()));

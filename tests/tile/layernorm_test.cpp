@@ -114,21 +114,21 @@ TEST(TileLayerNorm, OverRowsNeedsA2DGrid) {
   EXPECT_NE(err.find("WeightGrads::OverRows reduces across a 2D grid"), std::string::npos) << err;
 }
 
-// The row lengths of the benchmark shapes (G2/G3 layernorm: C = 768; G4: C = 4096 and 8192) used to
-// need whole rows of C in CBs, far over a GPU core's shared memory; rows now stream in chunks of K
-// tiles (several chunks here, the last one padded with N = 40 rows), and the programs' CBs fit.
-// A few rows keep the test fast.
-TEST(TileLayerNorm, BenchmarkRowLengthsStreamWithinTheCBBudget) {
+// The row lengths of the benchmark shapes (G2/G3 layernorm: C = 768; G4: C = 4096 and 8192): rows
+// that fit a core's shared memory are held whole (the rows kernels, BR rows a block), longer ones
+// (f32 C = 8192) stream in chunks of K tiles; either way the programs' CBs fit. A few rows (N = 40,
+// a partial last block or chunk) keep the test fast.
+TEST(TileLayerNorm, BenchmarkRowLengthsFitTheCBBudget) {
   for (DType t : {DType::F32, DType::BF16})
     for (int64_t C : {768, 4096, 8192}) {
       Case k = make_case(40, C, t);
       std::string name = std::string("layernorm ") + dtype_name(t) + " C=" + std::to_string(C);
       Tensor mean = zeros({40}), rstd = ones({40}), dw = zeros({C}).to(t), db = zeros({C}).to(t);
-      report_cb_bytes(name + " fwd", tile::ops::layernorm_forward_program(k.x, k.w, k.b, kEps, 2), "K");
+      report_cb_bytes(name + " fwd", tile::ops::layernorm_forward_program(k.x, k.w, k.b, kEps, 2), "BR", "K");
       report_cb_bytes(name + " bwd rows",
                       tile::ops::layernorm_backward_program(k.dout, k.x, k.w, mean, rstd, dw, db, true,
                                                             Grid::grid2d(2, 2)),
-                      "K");
+                      "BR", "K");
       report_cb_bytes(name + " bwd wgrad cols",
                       tile::ops::layernorm_wgrad_cols_program(k.dout, k.x, mean, rstd, dw, db, 2), "BR");
       check_forward(40, C, 2, t);
@@ -136,6 +136,24 @@ TEST(TileLayerNorm, BenchmarkRowLengthsStreamWithinTheCBBudget) {
     }
   check_backward(40, 768, WeightGrads::OverColumns, Grid::cores(2), DType::F32, false);
   check_backward(40, 768, WeightGrads::SingleCore, Grid::cores(1), DType::BF16, false);
+}
+
+// Which kernel a row length gets: whole rows where they fit, chunks where they do not; a long row
+// that is not a multiple of 32 goes through the chunked kernels' masking.
+TEST(TileLayerNorm, LongRowsStreamInChunks) {
+  Case k = make_case(33, 8200, DType::F32);
+  Tensor mean = zeros({33}), rstd = ones({33}), dw = zeros({8200}), db = zeros({8200});
+  auto uses = [](const tile::Program& p, const char* kernel) {
+    return p.generated_source().find(kernel) != std::string::npos;
+  };
+  EXPECT_TRUE(uses(tile::ops::layernorm_forward_program(k.x, k.w, k.b, kEps, 2), "pass 2"));
+  EXPECT_TRUE(uses(tile::ops::layernorm_backward_program(k.dout, k.x, k.w, mean, rstd, dw, db, true,
+                                                         Grid::grid2d(1, 2)),
+                   "pass 2"));
+  Case s = make_case(33, 768, DType::F32);
+  EXPECT_TRUE(uses(tile::ops::layernorm_forward_program(s.x, s.w, s.b, kEps, 2), "whole rows in a block"));
+  check_forward(33, 8200, 2, DType::F32);
+  check_backward(33, 8200, WeightGrads::OverRows, Grid::grid2d(1, 2), DType::F32, true);
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ struct CBParam {
   unsigned slots;
   unsigned barrier_offset;     // byte offset of the slots' barriers (kBarrierBytesPerSlot each)
   int rows, cols;              // block shape in tiles
+  int tile_rows, pad;          // rows of a tile (32, or fewer for short tiles)
   unsigned long long mailbox;  // multicast: device address of core 0's mailbox for this CB
 };
 

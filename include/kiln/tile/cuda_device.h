@@ -111,6 +111,10 @@ inline void mbar_arrive(unsigned addr, unsigned count) {
 inline void mbar_expect_tx(unsigned addr, unsigned bytes) {
   asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(addr), "r"(bytes) : "memory");
 }
+// Arrives once and adds `bytes` of bulk copies to the current phase.
+inline void mbar_arrive_expect_tx(unsigned addr, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(addr), "r"(bytes) : "memory");
+}
 // Whether the phase of parity `parity` has completed (acquire on success).
 inline bool mbar_done(unsigned addr, unsigned parity) {
   unsigned ok;
@@ -128,13 +132,15 @@ inline bool mbar_done(unsigned addr, unsigned parity) {
 // address arithmetic folds away; ids only known at run time read the launch parameters.
 struct CbLayout {
   unsigned data_offset, block_bytes, slots, barrier_offset;
-  int rows, cols;
-  int shape;  // box shape: which of a tensor's maps copies this CB's blocks (-1: none does)
+  int rows, cols;  // tiles
+  int shape;       // box shape: which of a tensor's maps copies this CB's blocks (-1: none does)
+  int tile_rows;   // 32, or fewer for short tiles
+  int height() const { return rows * tile_rows; }  // element rows of a block
 };
 inline CbLayout cb_layout(int cb) {
 #ifdef KILN_TILE_CB_LAYOUT
-#define KILN_TILE_CB_CASE(i, d, b, s, o, r, c, sh) \
-  case i: return CbLayout{d, b, s, o, r, c, sh};
+#define KILN_TILE_CB_CASE(i, d, b, s, o, r, c, sh, th) \
+  case i: return CbLayout{d, b, s, o, r, c, sh, th};
   switch (cb) {
     KILN_TILE_CB_LAYOUT(KILN_TILE_CB_CASE)
     default: break;
@@ -142,7 +148,7 @@ inline CbLayout cb_layout(int cb) {
 #undef KILN_TILE_CB_CASE
 #endif
   const cuda_abi::CBParam& p = P().cbs[cb];
-  return CbLayout{p.data_offset, p.block_bytes, p.slots, p.barrier_offset, p.rows, p.cols, -1};
+  return CbLayout{p.data_offset, p.block_bytes, p.slots, p.barrier_offset, p.rows, p.cols, -1, p.tile_rows};
 }
 inline int num_cbs() {
 #ifdef KILN_TILE_NCBS
@@ -387,8 +393,11 @@ inline void count(unsigned& counter, unsigned next) {
   __syncwarp();
 }
 
-// The slot's DMA reads have landed (a block pushed without waiting its DMA still publishes
-// complete data).
+// The slot's DMA reads have landed. A data-movement role does not wait for its reads where the
+// kernel waits them (transfer_wait): the bytes are settled where the block is used next, by the
+// consumer's wait, or by the same role's next DMA into the block, DMA write or multicast out of it,
+// access to its data or pop. So a reader keeps as many reads in flight as it has slots reserved.
+// A compute role waits its reads eagerly, so its stores never check for pending ones.
 inline void settle_dma(int cb, unsigned slot, abi::Loc at) {
   unsigned issued = *dma_count(cb, slot);
   if (issued > 0) wait_phase(dma_bar(cb, slot), (issued - 1) & 1, cuda_abi::kWaitDma, cb, at);
@@ -409,7 +418,7 @@ inline void cb_push(int id, abi::Loc at) {
   check_cb(id, at);
   WarpCounters& c = counters(id);
   unsigned k = c.pushed, slot = k % cb_layout(id).slots;
-  settle_dma(id, slot, at);
+  if (is_compute()) settle_dma(id, slot, at);  // a data-movement role's reads settle at the consumer
   __syncwarp();  // the warp's writes to the block come before lane 0's arrival (a release)
   if (lane() == 0) {
     c.pushed = k + 1;
@@ -423,6 +432,7 @@ inline abi::BlockRef cb_wait(int id, abi::Loc at) {
   WarpCounters& c = counters(id);
   unsigned n = cb_layout(id).slots, k = c.waited, slot = k % n;
   wait_phase(full_bar(id, slot), (k / n) & 1, cuda_abi::kWaitBlock, id, at, n);
+  settle_dma(id, slot, at);  // the producer's reads into the block, if it did not wait them
   count(c.waited, k + 1);
   return abi::BlockRef{id, static_cast<int>(slot), k};
 }
@@ -431,6 +441,7 @@ inline void cb_pop(int id, abi::Loc at) {
   check_cb(id, at);
   WarpCounters& c = counters(id);
   unsigned k = c.popped;
+  if (!is_compute()) settle_dma(id, k % cb_layout(id).slots, at);  // no read lands after the pop
   bulk_wait_read();  // bulk writes out of the block have read it
   __syncwarp();      // every lane is done with the block
   if (lane() == 0) {
@@ -441,7 +452,8 @@ inline void cb_pop(int id, abi::Loc at) {
 }
 
 // A block handed to code that writes it no longer holds the padding of its last DMA read.
-inline void* block_data(abi::BlockRef b, int write, abi::Loc) {
+inline void* block_data(abi::BlockRef b, int write, abi::Loc at) {
+  if (!is_compute()) settle_dma(b.cb, static_cast<unsigned>(b.slot), at);
   if (write) *pad_sig(b.cb, static_cast<unsigned>(b.slot)) = 0;
   return slot_data(b.cb, b.slot);
 }
@@ -458,14 +470,14 @@ inline Rect slice_rect(int t, const CbLayout& cb, int cbid, abi::Slice s, abi::L
   const cuda_abi::TensorParam& v = P().tensors[t];
   if (v.tiles) {
     long long R = (v.rows + 31) / 32, C = (v.cols + 31) / 32;
-    if (s.rows != cb.rows || s.cols != cb.cols || s.row < 0 || s.col < 0 || s.row + s.rows > R ||
+    if (cb.tile_rows != 32 || s.rows != cb.rows || s.cols != cb.cols || s.row < 0 || s.col < 0 || s.row + s.rows > R ||
         s.col + s.cols > C)
       fail_role(cuda_abi::kBadSlice, t * 64 + cbid, at, s.row, s.col, s.rows, s.cols);
     long long r0 = s.row * 32, c0 = s.col * 32, h = s.rows * 32, w = s.cols * 32;
     return Rect{r0, c0, static_cast<int>(h < v.rows - r0 ? h : v.rows - r0),
                 static_cast<int>(w < v.cols - c0 ? w : v.cols - c0)};
   }
-  if (s.rows < 0 || s.cols < 0 || s.rows > cb.rows * 32LL || s.cols > cb.cols * 32LL || s.row < 0 ||
+  if (s.rows < 0 || s.cols < 0 || s.rows > cb.height() || s.cols > cb.cols * 32LL || s.row < 0 ||
       s.col < 0 || s.row + s.rows > v.rows || s.col + s.cols > v.cols)
     fail_role(cuda_abi::kBadSlice, t * 64 + cbid, at, s.row, s.col, s.rows, s.cols);
   return Rect{s.row, s.col, static_cast<int>(s.rows), static_cast<int>(s.cols)};
@@ -489,7 +501,7 @@ inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at
   const CbLayout cb = cb_layout(b.cb);
   const Rect r = slice_rect(t, cb, b.cb, s, at);
   const cuda_abi::TensorParam& v = P().tensors[t];
-  const int es = v.elem_bytes, bw = cb.cols * 32, bh = cb.rows * 32;
+  const int es = v.elem_bytes, bw = cb.cols * 32, bh = cb.height();
   unsigned char* dst = slot_data(b.cb, b.slot);
   const unsigned char* src = reinterpret_cast<const unsigned char*>(v.data) + (r.r0 * v.cols + r.c0) * es;
   unsigned pad_bits = __float_as_uint(pad);
@@ -498,33 +510,44 @@ inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(pad));
     pad_bits = h | (static_cast<unsigned>(h) << 16);
   }
+  // a read still landing in this block (a data-movement role's earlier DMA, not waited) completes
+  // first: each read completes its own phase of the slot's dma barrier
+  if (!is_compute()) settle_dma(b.cb, static_cast<unsigned>(b.slot), at);
   role_sync();  // the role's earlier DMA reads have counted themselves
   unsigned* issued = dma_count(b.cb, b.slot);
   unsigned long long* sig = pad_sig(b.cb, static_cast<unsigned>(b.slot));
   const unsigned long long want =
       static_cast<unsigned long long>(pad_bits) << 32 | static_cast<unsigned>(r.rows + 1) << 16 | r.cols;
   const unsigned n = *issued, bar = dma_bar(b.cb, b.slot);
+  const int id = static_cast<int>(((n & 1) << 10) | (b.cb << 5) | b.slot);
   // one box per 256 rows through the slice's tensor map where it has one (and the padding is the
-  // copy engine's zeros, or the block lies inside the tensor)
-  const bool boxes = cb.shape >= 0 && v.map_base >= 0 && (pad_bits == 0 || (r.rows == bh && r.cols == bw));
+  // copy engine's zeros, or the block lies inside the tensor): the leader alone issues them
+  if (cb.shape >= 0 && v.map_base >= 0 && (pad_bits == 0 || (r.rows == bh && r.cols == bw))) {
+    role_sync();  // every thread has read the count
+    if (leader()) {
+      *issued = n + 1;
+      *sig = want;
+      // every box counts its whole size, the zeros outside the tensor included
+      mbar_arrive_expect_tx(bar, static_cast<unsigned>(bh * bw * es));
+      const cuda_abi::TensorMap* map = &kiln_tile_block.maps->map[v.map_base + cb.shape];
+      for (int h = 0; h < bh; h += 256)
+        tensor_read(smem_addr(dst + h * bw * es), map, static_cast<int>(r.c0), static_cast<int>(r.r0 + h),
+                    bar);
+    }
+    role_sync();
+    trace(cuda_abi::kTraceDmaRead, b.cb);
+    return id;
+  }
   const bool bulk = bulk_rows(v, r) && r.cols > 0;
   const bool padded = *sig == want;  // the padding from the slot's last read is still in place
   role_sync();                       // every thread has read the count and the signature
   if (leader()) {
     *issued = n + 1;
     *sig = want;
-    if (boxes) {  // every box counts its whole size, the zeros outside the tensor included
-      mbar_expect_tx(bar, static_cast<unsigned>(bh * bw * es));
-      const cuda_abi::TensorMap* map = &kiln_tile_block.maps->map[v.map_base + cb.shape];
-      for (int h = 0; h < bh; h += 256)
-        tensor_read(smem_addr(dst + h * bw * es), map, static_cast<int>(r.c0), static_cast<int>(r.r0 + h),
-                    bar);
-    } else if (bulk) {
-      mbar_expect_tx(bar, static_cast<unsigned>(r.rows * r.cols * es));  // before any copy lands
-    }
+    if (bulk) mbar_expect_tx(bar, static_cast<unsigned>(r.rows * r.cols * es));  // before any copy lands
   }
   role_sync();
-  if (!boxes && bulk) {
+  if (bulk) {
     for (int i = role_rank(); i < r.rows; i += role_size())
       bulk_read(smem_addr(dst + i * bw * es), src + i * v.cols * es, static_cast<unsigned>(r.cols * es), bar);
     // padding: the columns right of the slice (whole 16-byte chunks), then the rows below it
@@ -536,7 +559,7 @@ inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at
     Vec16* below = reinterpret_cast<Vec16*>(dst + r.rows * bw * es);
     if (!padded)
       for (int q = role_rank(); q < (bh - r.rows) * chunks; q += role_size()) below[q] = p16;
-  } else if (!boxes) {
+  } else {
     // the slice's elements (consecutive threads take consecutive ones, so even a column's loads
     // are in flight together), then the padding unless it is in place
     for (int q = role_rank(); q < r.rows * r.cols; q += role_size()) {
@@ -562,7 +585,7 @@ inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at
   role_sync();  // the role's direct writes come before the leader's arrival
   if (leader()) mbar_arrive(bar, 1);
   trace(cuda_abi::kTraceDmaRead, b.cb);
-  return static_cast<int>(((n & 1) << 10) | (b.cb << 5) | b.slot);
+  return id;
 }
 
 // block -> tensor: bulk copies a row each where aligned (complete at transfer_wait, or at the
@@ -680,7 +703,8 @@ inline void transfer_wait(int id, abi::Loc at) {
     role_sync();
     return;
   }
-  if (id >= 0) {  // DMA reads: the slot's dma barrier
+  if (id >= 0) {  // DMA reads: the slot's dma barrier (a data-movement role's settle later)
+    if (!is_compute()) return;
     const int cb = (id >> 5) & 31, slot = id & 31;
     wait_phase(dma_bar(cb, slot), (id >> 10) & 1, cuda_abi::kWaitDma, cb, at);
     return;

@@ -132,7 +132,8 @@ inline CoreRange grid_col(int x) { return CoreRange{x, 0, x + 1, grid_rows()}; }
 inline CoreRange whole_grid() { return CoreRange{0, 0, grid_cols(), grid_rows()}; }
 
 // ---- block expressions: evaluated element by element in f32 when stored into a block ----
-// Every expression has compile-time shape R x C in tiles; 0 means "broadcasts to any".
+// Every expression has compile-time shape R x C in tiles of TH x 32 elements (th: 32, or fewer for
+// short tiles); 0 means "broadcasts to any".
 namespace detail {
 
 // Four consecutive elements of a row (j a multiple of 4): what a GPU store evaluates per thread when
@@ -167,16 +168,16 @@ inline void store4(bf16* p, const F4& x) {
       B4Mem{{from_f32<bf16>(x.v[0]), from_f32<bf16>(x.v[1]), from_f32<bf16>(x.v[2]), from_f32<bf16>(x.v[3])}};
 }
 
-template <class T, int R, int C>
+template <class T, int R, int C, int TH>
 struct BoundBlock {  // a block's memory during one store
-  static constexpr int rows = R, cols = C;
+  static constexpr int rows = R, cols = C, th = TH;
   const T* p;
   float at(int i, int j) const { return to_f32(p[i * (C * kTile) + j]); }
   F4 at4(int i, int j) const { return load4(p + i * (C * kTile) + j); }
 };
 
 struct Const {
-  static constexpr int rows = 0, cols = 0;
+  static constexpr int rows = 0, cols = 0, th = 0;
   float v;
   Const bind(abi::Loc) const { return *this; }
   float at(int, int) const { return v; }
@@ -191,7 +192,9 @@ struct Binary {
   static_assert(dims_match(A::rows, B::rows) && dims_match(A::cols, B::cols),
                 "kiln.tile: elementwise op on blocks of different shapes (in tiles); broadcast the smaller "
                 "one with bcast_rows / bcast_cols / bcast_scalar");
-  static constexpr int rows = merge_dim(A::rows, B::rows), cols = merge_dim(A::cols, B::cols);
+  static_assert(dims_match(A::th, B::th), "kiln.tile: elementwise op on blocks of different tile heights");
+  static constexpr int rows = merge_dim(A::rows, B::rows), cols = merge_dim(A::cols, B::cols),
+                       th = merge_dim(A::th, B::th);
   A a;
   B b;
   auto bind(abi::Loc l) const {
@@ -209,7 +212,7 @@ struct Binary {
 
 template <class Op, class A>
 struct Unary {
-  static constexpr int rows = A::rows, cols = A::cols;
+  static constexpr int rows = A::rows, cols = A::cols, th = A::th;
   A a;
   auto bind(abi::Loc l) const {
     auto ba = a.bind(l);
@@ -228,7 +231,7 @@ template <bool Dim0, bool Dim1, class A>
 struct Bcast {
   static_assert(!Dim0 || A::rows == 1, "kiln.tile: bcast_rows needs a (1, N) block (a row vector)");
   static_assert(!Dim1 || A::cols == 1, "kiln.tile: bcast_cols needs an (M, 1) block (a column vector)");
-  static constexpr int rows = Dim0 ? 0 : A::rows, cols = Dim1 ? 0 : A::cols;
+  static constexpr int rows = Dim0 ? 0 : A::rows, cols = Dim1 ? 0 : A::cols, th = Dim0 ? 0 : A::th;
   A a;
   auto bind(abi::Loc l) const {
     auto ba = a.bind(l);
@@ -243,13 +246,14 @@ struct Bcast {
   }
 };
 
-// Reduction over dim 0 (rows: a (1, N) result in element row 0) or dim 1 (columns: (M, 1) result
-// in element column 0); f32 accumulation; the rest of the result tiles is 0.
+// Reduction over dim 0 (rows: a (1, N) result in element row 0, of any tile height, a row vector
+// of short tiles included) or dim 1 (columns: (M, 1) result in element column 0); f32
+// accumulation; the rest of the result tiles is 0.
 template <int Dim, bool Max, class A>
 struct Reduce {
   static_assert(Dim == 0 || Dim == 1, "kiln.tile: reduce dim must be 0 (over rows) or 1 (over columns)");
   static_assert(A::rows > 0 && A::cols > 0, "kiln.tile: reduce of a broadcast expression");
-  static constexpr int rows = Dim == 0 ? 1 : A::rows, cols = Dim == 1 ? 1 : A::cols;
+  static constexpr int rows = Dim == 0 ? 1 : A::rows, cols = Dim == 1 ? 1 : A::cols, th = Dim == 0 ? 0 : A::th;
   A a;
   auto bind(abi::Loc l) const {
     auto ba = a.bind(l);
@@ -257,7 +261,7 @@ struct Reduce {
   }
   static float combine(float acc, float v) { return Max ? (v > acc || v != v ? v : acc) : acc + v; }
   float at(int i, int j) const {
-    constexpr int n = (Dim == 0 ? A::rows : A::cols) * kTile;
+    constexpr int n = Dim == 0 ? A::rows * A::th : A::cols * kTile;
 #ifdef KILN_TILE_CUDA
     if constexpr (Dim == 1) {
       // every lane of a warp evaluates the same element row (stores give a warp 32 consecutive
@@ -277,15 +281,20 @@ struct Reduce {
     }
 #endif
     if ((Dim == 0 && i != 0) || (Dim == 1 && j != 0)) return 0.0f;
-    float acc = Max ? -inf() : 0.0f;
-    for (int k = 0; k < n; k++) acc = combine(acc, Dim == 0 ? a.at(k, j) : a.at(i, k));
-    return acc;
+    // eight interleaved accumulators, combined pairwise: a long row's f32 sum loses less (and the
+    // loop vectorizes)
+    float acc[8];
+    for (float& x : acc) x = Max ? -inf() : 0.0f;
+    for (int k = 0; k < n; k++) acc[k % 8] = combine(acc[k % 8], Dim == 0 ? a.at(k, j) : a.at(i, k));
+    for (int w = 4; w > 0; w /= 2)
+      for (int k = 0; k < w; k++) acc[k] = combine(acc[k], acc[k + w]);
+    return acc[0];
   }
   F4 at4(int i, int j) const {
     if constexpr (Dim == 0) {  // four column sums at once
       if (i != 0) return splat(0.0f);
       F4 acc = splat(Max ? -inf() : 0.0f);
-      for (int k = 0; k < A::rows * kTile; k++) {
+      for (int k = 0; k < A::rows * A::th; k++) {
         F4 x = a.at4(k, j);
         for (int c = 0; c < 4; c++) acc.v[c] = combine(acc.v[c], x.v[c]);
       }
@@ -301,7 +310,8 @@ struct Matmul {
   static_assert(A::rows > 0 && A::cols > 0 && B::rows > 0 && B::cols > 0,
                 "kiln.tile: matmul of a broadcast expression");
   static_assert(A::cols == B::rows, "kiln.tile: matmul needs a (M, K) block times a (K, N) block");
-  static constexpr int rows = A::rows, cols = B::cols;
+  static_assert(A::th == kTile && B::th == kTile, "kiln.tile: matmul takes blocks of 32x32 tiles");
+  static constexpr int rows = A::rows, cols = B::cols, th = kTile;
   A a;
   B b;
   abi::Loc where;
@@ -331,6 +341,7 @@ template <class E>
 concept Expr = requires(const E& e) {
   E::rows;
   E::cols;
+  E::th;
   e.bind(abi::Loc{});
 };
 
@@ -443,13 +454,13 @@ auto matmul(const A& a, const B& b, KILN_TILE_LOC) {
 }
 
 // ---- blocks and circular buffers ----
-template <class T, int R, int C>
+template <class T, int R, int C, int TH = kTile>
 class Block {
  public:
   static_assert(R > 0 && C > 0, "kiln.tile: a block has at least one tile in each dimension");
   using value_type = T;
   using expr_type = Block;
-  static constexpr int rows = R, cols = C, height = R * kTile, width = C * kTile;
+  static constexpr int rows = R, cols = C, th = TH, height = R * TH, width = C * kTile;
 
   explicit Block(abi::BlockRef ref) : ref_(ref) {}
   abi::BlockRef ref() const { return ref_; }
@@ -461,6 +472,8 @@ class Block {
     using X = decltype(ex);
     static_assert(detail::dims_match(X::rows, R) && detail::dims_match(X::cols, C),
                   "kiln.tile: store of an expression whose shape (in tiles) differs from the block's");
+    static_assert(detail::dims_match(X::th, TH),
+                  "kiln.tile: store of an expression whose tiles have another height than the block's");
     abi::Loc l = detail::loc(line, file);
     auto bound = ex.bind(l);
     T* out = data(1, l);
@@ -492,7 +505,7 @@ class Block {
     matmul_rows(bound, data(1, m.where), true);
   }
   // Binds this block for reading inside an expression (checks it is readable now).
-  detail::BoundBlock<T, R, C> bind(abi::Loc l) const { return {data(0, l)}; }
+  detail::BoundBlock<T, R, C, TH> bind(abi::Loc l) const { return {data(0, l)}; }
 
  private:
   T* data(int write, abi::Loc l) const { return static_cast<T*>(KILN_TILE_RT(block_data)(ref_, write, l)); }
@@ -528,10 +541,10 @@ class Block {
 
 // A block that pushes (producer) or pops (consumer) when it goes out of scope.
 template <class CBT, bool Producer>
-class ScopedBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols> {
+class ScopedBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols, CBT::th> {
  public:
   ScopedBlock(abi::BlockRef ref, abi::Loc l)
-      : Block<typename CBT::value_type, CBT::rows, CBT::cols>(ref), loc_(l) {}
+      : Block<typename CBT::value_type, CBT::rows, CBT::cols, CBT::th>(ref), loc_(l) {}
   ScopedBlock(const ScopedBlock&) = delete;
   ScopedBlock& operator=(const ScopedBlock&) = delete;
   ~ScopedBlock() {
@@ -549,10 +562,10 @@ class ScopedBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols>
 // a centered row): reserved on construction, pushed and taken back (wait + pop) on destruction, so
 // the CB protocol holds with no other role involved. Built on the plain CB ops only.
 template <class CBT>
-class ScratchBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols> {
+class ScratchBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols, CBT::th> {
  public:
   ScratchBlock(abi::BlockRef ref, abi::Loc l)
-      : Block<typename CBT::value_type, CBT::rows, CBT::cols>(ref), loc_(l) {}
+      : Block<typename CBT::value_type, CBT::rows, CBT::cols, CBT::th>(ref), loc_(l) {}
   ScratchBlock(const ScratchBlock&) = delete;
   ScratchBlock& operator=(const ScratchBlock&) = delete;
   ~ScratchBlock() {
@@ -565,13 +578,14 @@ class ScratchBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols
   abi::Loc loc_;
 };
 
-// A circular buffer of blocks of R x C tiles of T (ring depth = the host's buffer factor); Id is its
-// index in the program (a constant, so the runtime's CB bookkeeping folds into the kernel).
-template <class T, int R, int C, int Id>
+// A circular buffer of blocks of R x C tiles of T, tiles of TH x 32 elements (ring depth = the
+// host's buffer factor); Id is its index in the program (a constant, so the runtime's CB
+// bookkeeping folds into the kernel).
+template <class T, int R, int C, int Id, int TH = kTile>
 struct CB {
   using value_type = T;
-  using block_type = Block<T, R, C>;
-  static constexpr int rows = R, cols = C, id = Id;
+  using block_type = Block<T, R, C, TH>;
+  static constexpr int rows = R, cols = C, id = Id, th = TH;
 
   block_type reserve(KILN_TILE_LOC) const {
     return block_type(KILN_TILE_RT(cb_reserve)(id, detail::loc(line, file)));
@@ -633,33 +647,33 @@ struct Transfer {
 
 // tensor slice -> block; the slice must have the block's shape in tiles (tile accessors) or fit in
 // it (element accessors); elements outside the tensor or the slice read as `pad`.
-template <class T, int R, int C>
-Transfer dma(const TensorSlice<T>& src, const Block<T, R, C>& dst, float pad, KILN_TILE_LOC) {
+template <class T, int R, int C, int TH>
+Transfer dma(const TensorSlice<T>& src, const Block<T, R, C, TH>& dst, float pad, KILN_TILE_LOC) {
   return Transfer{KILN_TILE_RT(dma_read)(src.tensor, src.s, dst.ref(), pad, detail::loc(line, file))};
 }
-template <class T, int R, int C>
-Transfer dma(const TensorSlice<T>& src, const Block<T, R, C>& dst, KILN_TILE_LOC) {
+template <class T, int R, int C, int TH>
+Transfer dma(const TensorSlice<T>& src, const Block<T, R, C, TH>& dst, KILN_TILE_LOC) {
   return Transfer{KILN_TILE_RT(dma_read)(src.tensor, src.s, dst.ref(), 0.0f, detail::loc(line, file))};
 }
 // block -> tensor slice; only the part of the slice inside the tensor is written.
-template <class T, int R, int C>
-Transfer dma(const Block<T, R, C>& src, const TensorSlice<T>& dst, KILN_TILE_LOC) {
+template <class T, int R, int C, int TH>
+Transfer dma(const Block<T, R, C, TH>& src, const TensorSlice<T>& dst, KILN_TILE_LOC) {
   return Transfer{KILN_TILE_RT(dma_write)(src.ref(), dst.tensor, dst.s, detail::loc(line, file))};
 }
 
 // ---- cross-core (2D grids only) ----
 // Copies `src` into the block each core of `range` (this core excluded) reserved in `dst` and
 // handed to mcast_receive(); waits until every receiver is ready.
-template <class T, int R, int C, int Id>
-Transfer mcast(const Block<T, R, C>& src, const CB<T, R, C, Id>& dst, CoreRange range, KILN_TILE_LOC) {
+template <class T, int R, int C, int TH, int Id>
+Transfer mcast(const Block<T, R, C, TH>& src, const CB<T, R, C, Id, TH>& dst, CoreRange range, KILN_TILE_LOC) {
   static_assert(detail::kGrid2D<T>,
                 "kiln.tile: multicast needs a 2D grid (Grid::grid2d); this program runs on a "
                 "plain core count without topology");
   return Transfer{KILN_TILE_RT(mcast)(src.ref(), dst.id, range, detail::loc(line, file))};
 }
 // Marks a reserved block as the destination of a multicast; wait() returns when it arrived.
-template <class T, int R, int C>
-Transfer mcast_receive(const Block<T, R, C>& dst, KILN_TILE_LOC) {
+template <class T, int R, int C, int TH>
+Transfer mcast_receive(const Block<T, R, C, TH>& dst, KILN_TILE_LOC) {
   static_assert(detail::kGrid2D<T>,
                 "kiln.tile: multicast needs a 2D grid (Grid::grid2d); this program runs on a "
                 "plain core count without topology");

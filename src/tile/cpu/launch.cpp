@@ -60,7 +60,7 @@ void launch(Program::Desc& d) {
     for (auto& cb : d.cbs) {
       CBState s;
       s.decl = &cb;
-      s.block_bytes = static_cast<size_t>(cb.rows * cb.cols * kTileSize * kTileSize) * dtype_size(cb.dtype);
+      s.block_bytes = cb.block_bytes();
       s.mem.resize(s.block_bytes * cb.buffer_factor);
       s.slots.resize(cb.buffer_factor);
       core->cbs.push_back(std::move(s));

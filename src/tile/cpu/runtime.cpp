@@ -175,8 +175,13 @@ Rect slice_rect(Ctx& c, const TensorView& v, const CBState& cb, abi::Slice s, ab
            ".." + std::to_string(s.col + s.cols) + " " + unit + " of tensor '" + tn + "' (" +
            std::to_string(R) + "x" + std::to_string(C) + " " + unit + ")";
   };
-  std::string block = std::to_string(cb.decl->rows) + "x" + std::to_string(cb.decl->cols) + " tiles";
+  std::string block = cb.decl->shape_str();
   if (v.decl->indexing == Indexing::Tiles) {
+    if (cb.decl->tile_rows != kTileSize)
+      fail_here(c.lk,
+                "dma between tile-indexed tensor '" + tn + "' and a block of " + block + " of " + cb_name(cb) +
+                    ": blocks of short tiles move through element-indexed accessors (Indexing::Elements)",
+                at);
     if (s.rows != cb.decl->rows || s.cols != cb.decl->cols)
       fail_here(c.lk,
                 "dma between a slice of " + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
@@ -190,7 +195,7 @@ Rect slice_rect(Ctx& c, const TensorView& v, const CBState& cb, abi::Slice s, ab
     return Rect{r0, c0, std::min<int64_t>(s.rows * kTileSize, v.rows - r0),
                 std::min<int64_t>(s.cols * kTileSize, v.cols - c0)};
   }
-  if (s.rows > cb.decl->rows * kTileSize || s.cols > cb.decl->cols * kTileSize || s.rows < 0 || s.cols < 0)
+  if (s.rows > cb.decl->height() || s.cols > cb.decl->width() || s.rows < 0 || s.cols < 0)
     fail_here(c.lk,
               "dma of " + std::to_string(s.rows) + "x" + std::to_string(s.cols) + " elements of tensor '" +
                   tn + "' does not fit a block of " + block + " of " + cb_name(cb),
@@ -212,7 +217,7 @@ int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at) {
   int id = add_transfer(c.core, TransferState::Read, b, at);
   c.lk.unlock();  // the block is ours until the transfer is waited: copy without the lock
   size_t es = dtype_size(v.decl->dtype);
-  int64_t bw = cb.decl->cols * kTileSize, bh = cb.decl->rows * kTileSize;
+  int64_t bw = cb.decl->width(), bh = cb.decl->height();
   uint32_t pad32;
   uint16_t pad16 = float_to_bf16(pad);
   std::memcpy(&pad32, &pad, 4);
@@ -248,7 +253,7 @@ int dma_write(abi::BlockRef b, int t, abi::Slice s, abi::Loc at) {
   int id = add_transfer(c.core, TransferState::Write, b, at);
   c.lk.unlock();
   size_t es = dtype_size(v.decl->dtype);
-  int64_t bw = cb.decl->cols * kTileSize;
+  int64_t bw = cb.decl->width();
   for (int64_t i = 0; i < r.rows; i++)
     std::memcpy(v.data + ((r.r0 + i) * v.cols + r.c0) * es, src + i * bw * es, r.cols * es);
   return id;

@@ -177,6 +177,7 @@ void launch(Program::Desc& d, int ordinal) {
     p.cbs[i].slots = static_cast<unsigned>(cb.buffer_factor);
     p.cbs[i].rows = cb.rows;
     p.cbs[i].cols = cb.cols;
+    p.cbs[i].tile_rows = cb.tile_rows;
   }
   const size_t smem = layout.total;
   if (smem > 48 * 1024)

@@ -42,8 +42,10 @@ Tensor constant_row(double value, int64_t C, DType t, Device device) {
   return r;
 }
 
-void set_row_split(Program& p, int64_t row_tiles, int cores, const std::vector<Work>& pieces) {
-  auto w = split_work(row_tiles, cores);
+// Rows (tile rows, or blocks of rows) split over the cores, and the cores' pieces of the weight
+// gradients.
+void set_row_split(Program& p, int64_t row_units, int cores, const std::vector<Work>& pieces) {
+  auto w = split_work(row_units, cores);
   for (int k = 0; k < cores; k++)
     p.set_runtime_args(k, {w[k].start, w[k].count, pieces[k].start, pieces[k].count});
 }
@@ -57,11 +59,47 @@ namespace ops {
 // 32768 x 768).
 constexpr int kComputeWarps = 8;
 
+// Rows per block of the rows kernels (kernels/layernorm/*_rows.cpp): the largest of 16, 8, 4, 2, 1
+// whose blocks of whole rows stay within 32 KB and whose CBs fit the budget; 0 when one row does not
+// fit (the chunked kernels then stream it).
+template <class Declare>
+int rows_per_block(int64_t row_bytes, Declare declare) {
+  for (int br = 16; br >= 1; br /= 2) {
+    if (br > 1 && br * row_bytes > 32 * 1024) continue;
+    Program p("cb_budget", "", Grid::cores(1));
+    declare(p, br);
+    if (p.cb_bytes() <= kCBBudget) return br;
+  }
+  return 0;
+}
+
 Program layernorm_forward_program(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                                   int cores) {
   DType t = x.dtype(), f32 = DType::F32;
   auto [N, C] = view2d(x);
   int64_t CT = tiles(C);
+  const Tensor valid = constant_row(1.0, C, t, x.device());
+  auto rows_cbs = [&](Program& p, int br) {
+    p.gpu_compute_warps(kComputeWarps);
+    p.cb("x_cb", 1, CT, t, 3, br).cb("out_cb", 1, CT, t, 2, br);
+    for (const char* s : {"w_cb", "b_cb", "valid_cb"}) p.cb(s, 1, CT, t, 1, 1);  // row vectors, kept
+    p.cb("mean_cb", 1, 1, f32, 2, br).cb("rstd_cb", 1, 1, f32, 2, br);
+  };
+  if (int br = rows_per_block(C * dtype_size(t), rows_cbs)) {  // whole rows in a block
+    Program p = Program::from_library("layernorm/forward_rows.cpp", Grid::cores(cores));
+    const Indexing e = Indexing::Elements;
+    p.input("x", x, e).input("w", weight.to(t), e).input("b", bias.to(t), e).input("valid", valid, e);
+    p.output("out", x.shape(), t, e, Fill::None)
+        .output("mean", {N, 1}, f32, e, Fill::None)
+        .output("rstd", {N, 1}, f32, e, Fill::None);
+    rows_cbs(p, br);
+    p.constant("CT", CT).constant("BR", br).constant("n_cols", C);
+    p.constant("eps_bits", std::bit_cast<uint32_t>(static_cast<float>(eps)));
+    p.runtime_args({"start", "count"});
+    auto w = split_work((N + br - 1) / br, cores);
+    for (int k = 0; k < cores; k++) p.set_runtime_args(k, {w[k].start, w[k].count});
+    return p;
+  }
   auto cbs = [&](Program& p, int K) {
     p.gpu_compute_warps(kComputeWarps);
     for (const char* s : {"x_cb", "w_cb", "b_cb", "out_cb"}) p.cb(s, 1, K, t);  // streamed
@@ -71,10 +109,7 @@ Program layernorm_forward_program(const Tensor& x, const Tensor& weight, const T
   };
   int K = block_within_budget(CT, 8, cbs);  // rows stream in chunks of K tiles, whatever C is
   Program p = Program::from_library("layernorm/forward.cpp", Grid::cores(cores));
-  p.input("x", x)
-      .input("w", weight.to(t))
-      .input("b", bias.to(t))
-      .input("valid", constant_row(1.0, C, t, x.device()));
+  p.input("x", x).input("w", weight.to(t)).input("b", bias.to(t)).input("valid", valid);
   // every element of the outputs is written
   p.output("out", x.shape(), t, Indexing::Tiles, Fill::None)
       .output("mean", {N, 1}, f32, Indexing::Tiles, Fill::None)
@@ -94,6 +129,38 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
   DType t = x.dtype(), gt = dw_in.dtype(), f32 = DType::F32;
   auto [N, C] = view2d(x);
   int64_t CT = tiles(C);
+  const int cores = grid.size();
+  int factor = 2;  // x and dout: 3 slots where the budget allows them at the most rows per block
+  auto rows_cbs = [&](Program& p, int br) {
+    p.gpu_compute_warps(kComputeWarps);
+    p.cb("x_cb", 1, CT, t, factor, br).cb("dout_cb", 1, CT, t, factor, br).cb("dx_cb", 1, CT, t, 2, br);
+    p.cb("mean_cb", 1, 1, f32, factor, br).cb("rstd_cb", 1, 1, f32, factor, br);
+    p.cb("w_cb", 1, CT, t, 1, 1);  // a row vector, kept
+    p.cb("dnorm_mean_cb", 1, 1, f32, 1, br).cb("dnorm_norm_mean_cb", 1, 1, f32, 1, br);
+    // the core's weight-gradient sums (row vectors), then the grid reduction tile by tile
+    p.cb("dw_part_cb", 1, CT, f32, 1, 1).cb("db_part_cb", 1, CT, f32, 1, 1);
+    p.cb("grad_in_cb", 1, 1, gt, 1, 1).cb("part_cb", 1, 1, f32).cb("tile_acc_cb", 1, 1, f32, 1, 1);
+    p.cb("grad_out_cb", 1, 1, gt, 1, 1);
+  };
+  if (int br = rows_per_block(C * dtype_size(t), rows_cbs)) {  // whole rows in a block
+    factor = 3;
+    if (rows_per_block(C * dtype_size(t), rows_cbs) != br) factor = 2;
+    Program p = Program::from_library("layernorm/backward_rows.cpp", grid);
+    const Indexing e = Indexing::Elements;
+    p.input("x", x, e).input("dout", dout.to(t), e).input("w", weight.to(t), e);
+    p.input("mean", mean.reshape({N, 1}), e).input("rstd", rstd.reshape({N, 1}), e);
+    p.input("dweight_in", dw_in, e).input("dbias_in", db_in.to(gt), e);
+    p.output("dx", x.shape(), t, e, Fill::None).output("dweight", {C}, gt, e).output("dbias", {C}, gt, e);
+    // the weight gradients' partial sums: a row of C per core (dx alone needs none), each written whole
+    const int64_t part_rows = wgrad ? cores : 1;
+    p.output("part_dw", {part_rows, C}, f32, e, Fill::None).output("part_db", {part_rows, C}, f32, e, Fill::None);
+    rows_cbs(p, br);
+    p.semaphore("arrived").semaphore("go");
+    p.constant("CT", CT).constant("BR", br).constant("n_cols", C).constant("WGRAD", wgrad ? 1 : 0);
+    p.runtime_args({"start", "count", "piece_start", "piece_count"});
+    set_row_split(p, (N + br - 1) / br, cores, split_work(wgrad ? 2 * CT : 0, cores));
+    return p;
+  }
   auto cbs = [&](Program& p, int K) {
     p.gpu_compute_warps(kComputeWarps);
     for (const char* s : {"x_cb", "dout_cb", "w_cb", "dx_cb"}) p.cb(s, 1, K, t);  // streamed
@@ -121,7 +188,6 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
   p.semaphore("arrived").semaphore("go");
   p.constant("CT", CT).constant("K", K).constant("n_cols", C).constant("WGRAD", wgrad ? 1 : 0);
   p.runtime_args({"start", "count", "piece_start", "piece_count"});
-  int cores = grid.size();
   set_row_split(p, tiles(N), cores, split_work(wgrad ? 2 * CT : 0, cores));  // dweight's and dbias's tiles
   return p;
 }

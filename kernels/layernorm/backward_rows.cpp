@@ -1,0 +1,137 @@
+// LayerNorm backward with whole rows in a block: the rows variant of backward.cpp, for rows that
+// fit a core's shared memory. Given the forward's mean and rstd (N x 1, f32), per block of BR rows
+// (blocks of 1 x CT short tiles of BR x 32 elements, rows moved through element-indexed accessors),
+// in one pass over x and dout:
+//   norm = (x - mean) * rstd, dnorm = dout * w,
+//   dx = (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd;
+// and, with WGRAD = 1, dweight = dweight_in + sum over rows of dout * norm, dbias = dbias_in + sum
+// of dout, in three steps:
+//   1. each core sums its rows' dout * norm and dout into two row vectors (1 x CT tiles of 1 x 32,
+//      f32) that compute keeps over all its blocks, and writes them as its row of part_dw / part_db
+//      (cores x C, f32);
+//   2. all cores meet at a barrier (semaphore `arrived` on core (0, 0), released by a multicast set
+//      of `go`); then every core owns pieces [piece_start, piece_start + piece_count) of the 2 x CT
+//      tile columns of dweight then dbias and sums each over the cores' rows, 32 rows per block (a
+//      reduce-scatter);
+//   3. it adds the piece to dweight_in / dbias_in and writes it: gradient accumulation (+=).
+// w is read once per core into a row vector. Padded rows and columns (shapes not multiples of 32 or
+// BR) read as 0: dout = 0 there, so they add nothing to any sum; the means over C divide by the true
+// C (n_cols).
+// Compile-time: CT, BR, n_cols, WGRAD (0: dx only, the weight gradients come from another kernel).
+void reader() {
+  {
+    auto wb = w_cb.scoped_reserve();
+    dma(w.slice(0, 0, 1, n_cols), wb).wait();
+  }
+  const long long n_rows = x.rows();
+  for (long long i = args().start; i < args().start + args().count; i++) {
+    const long long r = i * BR, rows = n_rows - r < BR ? n_rows - r : BR;
+    auto xb = x_cb.scoped_reserve();
+    auto gb = dout_cb.scoped_reserve();
+    auto m = mean_cb.scoped_reserve();
+    auto rs = rstd_cb.scoped_reserve();
+    Transfer tx = dma(x.slice(r, 0, rows, n_cols), xb);
+    Transfer tg = dma(dout.slice(r, 0, rows, n_cols), gb);
+    Transfer tm = dma(mean.slice(r, 0, rows, 1), m);
+    Transfer tr = dma(rstd.slice(r, 0, rows, 1), rs);
+    tx.wait();
+    tg.wait();
+    tm.wait();
+    tr.wait();
+  }
+  if (!WGRAD) return;
+  // step 2: once every core has written its partial sums, read this core's pieces of them
+  if (core_x() == 0 && core_y() == 0) {
+    arrived.wait(num_cores());
+    go.mcast_set(whole_grid(), 1);
+  }
+  go.wait(1);
+  const long long part_rows = part_dw.rows();  // one per core
+  for (long long q = args().piece_start; q < args().piece_start + args().piece_count; q++) {
+    const bool dw = q < CT;  // dweight's tile columns, then dbias's
+    const long long c = (dw ? q : q - CT) * 32, width = n_cols - c < 32 ? n_cols - c : 32;
+    {
+      auto gb = grad_in_cb.scoped_reserve();
+      dma(dw ? dweight_in.slice(0, c, 1, width) : dbias_in.slice(0, c, 1, width), gb).wait();
+    }
+    for (long long p = 0; p < part_rows; p += 32) {
+      const long long rows = part_rows - p < 32 ? part_rows - p : 32;
+      auto pb = part_cb.scoped_reserve();
+      dma(dw ? part_dw.slice(p, c, rows, width) : part_db.slice(p, c, rows, width), pb).wait();
+    }
+  }
+}
+
+void compute() {
+  const float inv_c = 1.0f / static_cast<float>(n_cols);
+  auto wb = w_cb.scoped_wait();  // kept for every block
+  auto dnorm_mean = dnorm_mean_cb.scoped_scratch();
+  auto dnorm_norm_mean = dnorm_norm_mean_cb.scoped_scratch();
+  {
+    auto dw_acc = dw_part_cb.scoped_reserve();  // step 1: pushed to the writer at the end
+    auto db_acc = db_part_cb.scoped_reserve();
+    if (WGRAD) {
+      dw_acc.store(0.0f);
+      db_acc.store(0.0f);
+    }
+    for (long long i = 0; i < args().count; i++) {
+      auto xb = x_cb.scoped_wait();
+      auto gb = dout_cb.scoped_wait();
+      auto m = mean_cb.scoped_wait();
+      auto rs = rstd_cb.scoped_wait();
+      auto norm = (xb - bcast_cols(m)) * bcast_cols(rs);  // expressions: evaluated where stored
+      auto dnorm = gb * bcast_rows(wb);
+      dnorm_mean.store(reduce_sum<1>(dnorm) * inv_c);
+      dnorm_norm_mean.store(reduce_sum<1>(dnorm * norm) * inv_c);
+      {
+        auto dxb = dx_cb.scoped_reserve();
+        dxb.store((dnorm - bcast_cols(dnorm_mean) - norm * bcast_cols(dnorm_norm_mean)) * bcast_cols(rs));
+      }
+      if (WGRAD) {
+        dw_acc.store(dw_acc + reduce_sum<0>(gb * norm));
+        db_acc.store(db_acc + reduce_sum<0>(gb));
+      }
+    }
+  }
+  if (!WGRAD) return;
+  const long long part_rows = part_dw.rows();
+  for (long long q = 0; q < args().piece_count; q++) {  // steps 2 and 3
+    auto acc = tile_acc_cb.scoped_scratch();
+    {
+      auto gb = grad_in_cb.scoped_wait();
+      acc.store(gb);
+    }
+    for (long long p = 0; p < part_rows; p += 32) {
+      auto pb = part_cb.scoped_wait();
+      acc.store(acc + reduce_sum<0>(pb));
+    }
+    auto ob = grad_out_cb.scoped_reserve();
+    ob.store(acc);
+  }
+}
+
+void writer() {
+  const long long n_rows = dx.rows();
+  for (long long i = args().start; i < args().start + args().count; i++) {
+    const long long r = i * BR, rows = n_rows - r < BR ? n_rows - r : BR;
+    auto dxb = dx_cb.scoped_wait();
+    dma(dxb, dx.slice(r, 0, rows, n_cols)).wait();
+  }
+  {  // step 1: this core's row of the partial sums (nothing to write without WGRAD)
+    auto pw = dw_part_cb.scoped_wait();
+    auto pb = db_part_cb.scoped_wait();
+    if (WGRAD) {
+      Transfer tw = dma(pw, part_dw.slice(core_index(), 0, 1, n_cols));
+      Transfer tb = dma(pb, part_db.slice(core_index(), 0, 1, n_cols));
+      tw.wait();
+      tb.wait();
+    }
+  }
+  if (!WGRAD) return;
+  arrived.remote_inc(0, 0);  // step 2: this core's partial sums are written
+  for (long long q = args().piece_start; q < args().piece_start + args().piece_count; q++) {
+    const long long c = (q < CT ? q : q - CT) * 32, width = n_cols - c < 32 ? n_cols - c : 32;
+    auto ob = grad_out_cb.scoped_wait();
+    dma(ob, q < CT ? dweight.slice(0, c, 1, width) : dbias.slice(0, c, 1, width)).wait();
+  }
+}

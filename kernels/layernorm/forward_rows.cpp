@@ -1,0 +1,68 @@
+// LayerNorm forward with whole rows in a block: the rows variant of forward.cpp, for rows that fit
+// a core's shared memory. Per block of BR rows (blocks of 1 x CT short tiles of BR x 32 elements,
+// rows moved through element-indexed accessors), in one pass over x:
+//   mean = sum(x) / C, rstd = 1 / sqrt(sum((x - mean)^2) / C + eps) (two-pass in shared memory, f32),
+//   out = (x - mean) * rstd * w + b; writes out, mean and rstd (N x 1, f32).
+// w and b are read once per core into row vectors (tiles of 1 x 32) that compute keeps to the end.
+// Each core covers blocks [start, start + count) (runtime args). C need not be a multiple of 32:
+// padded columns read as 0, so they add nothing to the sum; `valid` (a row vector of ones over the
+// true columns, 0 in the padding) keeps them out of the squared deviations. Padded rows of the last
+// block read as 0 and are not written.
+// Compile-time: CT (tiles per row), BR (rows per block), n_cols, eps_bits (the f32 eps as its bits).
+void reader() {
+  {
+    auto wb = w_cb.scoped_reserve();
+    auto bb = b_cb.scoped_reserve();
+    auto vb = valid_cb.scoped_reserve();
+    Transfer tw = dma(w.slice(0, 0, 1, n_cols), wb);
+    Transfer tb = dma(b.slice(0, 0, 1, n_cols), bb);
+    Transfer tv = dma(valid.slice(0, 0, 1, n_cols), vb);
+    tw.wait();
+    tb.wait();
+    tv.wait();
+  }
+  const long long n_rows = x.rows();
+  for (long long i = args().start; i < args().start + args().count; i++) {
+    const long long r = i * BR, rows = n_rows - r < BR ? n_rows - r : BR;
+    auto xb = x_cb.scoped_reserve();
+    dma(x.slice(r, 0, rows, n_cols), xb).wait();
+  }
+}
+
+void compute() {
+  const float inv_c = 1.0f / static_cast<float>(n_cols);
+  const float eps = __builtin_bit_cast(float, static_cast<unsigned>(eps_bits));
+  auto wb = w_cb.scoped_wait();  // kept for every block
+  auto bb = b_cb.scoped_wait();
+  auto vb = valid_cb.scoped_wait();
+  for (long long i = 0; i < args().count; i++) {
+    auto xb = x_cb.scoped_wait();
+    auto m = mean_cb.scoped_reserve();
+    auto rs = rstd_cb.scoped_reserve();
+    m.store(reduce_sum<1>(xb) * inv_c);
+    auto dev = xb - bcast_cols(m);  // an expression: evaluated where stored
+    if constexpr (n_cols % 32 == 0)
+      rs.store(rsqrt(reduce_sum<1>(dev * dev) * inv_c + eps));
+    else  // padded columns: dev = -mean there
+      rs.store(rsqrt(reduce_sum<1>(dev * dev * bcast_rows(vb)) * inv_c + eps));
+    auto ob = out_cb.scoped_reserve();
+    ob.store(dev * bcast_cols(rs) * bcast_rows(wb) + bcast_rows(bb));
+  }
+}
+
+void writer() {
+  const long long n_rows = out.rows();
+  for (long long i = args().start; i < args().start + args().count; i++) {
+    const long long r = i * BR, rows = n_rows - r < BR ? n_rows - r : BR;
+    {
+      auto ob = out_cb.scoped_wait();
+      dma(ob, out.slice(r, 0, rows, n_cols)).wait();
+    }
+    auto m = mean_cb.scoped_wait();  // pushed after out
+    auto rs = rstd_cb.scoped_wait();
+    Transfer tm = dma(m, mean.slice(r, 0, rows, 1));
+    Transfer tr = dma(rs, rstd.slice(r, 0, rows, 1));
+    tm.wait();
+    tr.wait();
+  }
+}
