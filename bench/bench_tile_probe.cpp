@@ -1,7 +1,8 @@
-// The tile layernorm on the GPU, for profiling: forward, backward (weight gradients over rows on an
-// 8 x 16 grid) and both, each called `reps` times; prints each one's median wall time of a whole
-// synchronized call. Usage: bench_tile_probe [N C reps]; under a profiler, the launches come in
-// that order (forward, backward, then forward and backward alternately).
+// The tile layernorm on the GPU, for profiling: forward (264 cores), backward (weight gradients over
+// rows on a grid of grid_rows x grid_cols cores, default 12 x 22: two cores per SM) and both, each
+// called `reps` times; prints each one's median wall time of a whole synchronized call. Usage:
+// bench_tile_probe [N C reps grid_rows grid_cols]; under a profiler, the launches come in that order
+// (forward, backward, then forward and backward alternately).
 #include <kiln/kiln.h>
 #include <kiln/tile_ops.h>
 
@@ -41,7 +42,8 @@ int main(int argc, char** argv) {
   const Device gpu = Device::cuda();
   Tensor x = randn({N, C}, {.device = gpu}).realize(), w = randn({C}, {.device = gpu}).realize(),
          b = randn({C}, {.device = gpu}).realize(), dy = randn({N, C}, {.device = gpu}).realize();
-  const tile::Grid grid = tile::Grid::grid2d(8, 16);
+  const tile::Grid grid =
+      tile::Grid::grid2d(argc > 4 ? std::atoi(argv[4]) : 12, argc > 5 ? std::atoi(argv[5]) : 22);
   auto f = tile::layernorm_forward(x, w, b, 1e-5, cores);
   auto fwd = [&] { tile::layernorm_forward(x, w, b, 1e-5, cores); };
   auto bwd = [&] {

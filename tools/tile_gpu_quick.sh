@@ -14,7 +14,7 @@ cmake --build "$BUILD" -j "$(nproc)" --target kiln_tests bench_tile_probe 2>&1 |
 "$BUILD"/tests/kiln_tests --gtest_filter="$FILTER" > "$OUT/tests.log" 2>&1
 grep -E "^\[  (FAILED|PASSED) |Failure|rror" "$OUT/tests.log" | head -30
 P="$BUILD/bench/bench_tile_probe"
-for shape in "32768 768" "8192 4096"; do "$P" $shape 30; done | tee "$OUT/probe.txt"
+for shape in "32768 768 30 12 22" "8192 4096 30 8 16"; do "$P" $shape; done | tee "$OUT/probe.txt"
 command -v ncu >/dev/null || exit 0
 ncu --clock-control none --kernel-name kiln_tile_main --launch-skip 2 --launch-count 4 --metrics \
   gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,launch__occupancy_limit_shared_mem \

@@ -13,13 +13,12 @@ void reader() {
   {
     auto wb = w_cb.scoped_reserve();
     auto bb = b_cb.scoped_reserve();
-    auto vb = valid_cb.scoped_reserve();
+    auto vb = valid_cb.scoped_reserve();  // one tile of nothing where C needs no mask
     Transfer tw = dma(w.slice(0, 0, 1, n_cols), wb);
     Transfer tb = dma(b.slice(0, 0, 1, n_cols), bb);
-    Transfer tv = dma(valid.slice(0, 0, 1, n_cols), vb);
+    if constexpr (n_cols % 32 != 0) dma(valid.slice(0, 0, 1, n_cols), vb).wait();
     tw.wait();
     tb.wait();
-    tv.wait();
   }
   const long long n_rows = x.rows();
   for (long long i = args().start; i < args().start + args().count; i++) {
@@ -27,6 +26,15 @@ void reader() {
     auto xb = x_cb.scoped_reserve();
     dma(x.slice(r, 0, rows, n_cols), xb).wait();
   }
+}
+
+// The squared deviations' row sums; with padded columns (Masked) only the true columns count.
+template <bool Masked, class Dev, class Valid>
+auto sq_dev_sum(const Dev& dev, const Valid& vb) {
+  if constexpr (Masked)
+    return reduce_sum<1>(dev * dev * bcast_rows(vb));  // dev = -mean in the padding
+  else
+    return reduce_sum<1>(dev * dev);
 }
 
 void compute() {
@@ -41,10 +49,7 @@ void compute() {
     auto rs = rstd_cb.scoped_reserve();
     m.store(reduce_sum<1>(xb) * inv_c);
     auto dev = xb - bcast_cols(m);  // an expression: evaluated where stored
-    if constexpr (n_cols % 32 == 0)
-      rs.store(rsqrt(reduce_sum<1>(dev * dev) * inv_c + eps));
-    else  // padded columns: dev = -mean there
-      rs.store(rsqrt(reduce_sum<1>(dev * dev * bcast_rows(vb)) * inv_c + eps));
+    rs.store(rsqrt(sq_dev_sum<n_cols % 32 != 0>(dev, vb) * inv_c + eps));
     auto ob = out_cb.scoped_reserve();
     ob.store(dev * bcast_cols(rs) * bcast_rows(wb) + bcast_rows(bb));
   }

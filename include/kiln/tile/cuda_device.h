@@ -386,12 +386,9 @@ inline unsigned char* slot_data(int cb, int slot) {
   return kiln_tile_smem + l.data_offset + static_cast<unsigned>(slot) * l.block_bytes;
 }
 
-// Lane 0 moves the warp's counter on once every lane has read it.
-inline void count(unsigned& counter, unsigned next) {
-  __syncwarp();
-  if (lane() == 0) counter = next;
-  __syncwarp();
-}
+// The warp's count of blocks through a CB operation so far: lane 0 keeps it (in shared memory) and
+// hands it to the other lanes, so no lane reads it while lane 0 moves it on.
+inline unsigned warp_count(const unsigned& counter) { return __shfl_sync(0xffffffffu, counter, 0); }
 
 // The slot's DMA reads have landed. A data-movement role does not wait for its reads where the
 // kernel waits them (transfer_wait): the bytes are settled where the block is used next, by the
@@ -406,41 +403,40 @@ inline void settle_dma(int cb, unsigned slot, abi::Loc at) {
 inline abi::BlockRef cb_reserve(int id, abi::Loc at) {
   check_cb(id, at);
   WarpCounters& c = counters(id);
-  unsigned n = cb_layout(id).slots, k = c.reserved, slot = k % n;
+  unsigned n = cb_layout(id).slots, k = warp_count(c.reserved), slot = k % n;
   // the first pass over the ring finds every slot free: waiting on parity 1 of a fresh barrier
   // returns at once
   wait_phase(empty_bar(id, slot), ((k / n) & 1) ^ 1, cuda_abi::kWaitReserve, id, at, n);
-  count(c.reserved, k + 1);
+  if (lane() == 0) c.reserved = k + 1;
   return abi::BlockRef{id, static_cast<int>(slot), k};
 }
 
 inline void cb_push(int id, abi::Loc at) {
   check_cb(id, at);
   WarpCounters& c = counters(id);
-  unsigned k = c.pushed, slot = k % cb_layout(id).slots;
+  unsigned k = warp_count(c.pushed), slot = k % cb_layout(id).slots;
   if (is_compute()) settle_dma(id, slot, at);  // a data-movement role's reads settle at the consumer
   __syncwarp();  // the warp's writes to the block come before lane 0's arrival (a release)
   if (lane() == 0) {
     c.pushed = k + 1;
     mbar_arrive(full_bar(id, slot), arrivals());
   }
-  __syncwarp();
 }
 
 inline abi::BlockRef cb_wait(int id, abi::Loc at) {
   check_cb(id, at);
   WarpCounters& c = counters(id);
-  unsigned n = cb_layout(id).slots, k = c.waited, slot = k % n;
+  unsigned n = cb_layout(id).slots, k = warp_count(c.waited), slot = k % n;
   wait_phase(full_bar(id, slot), (k / n) & 1, cuda_abi::kWaitBlock, id, at, n);
   settle_dma(id, slot, at);  // the producer's reads into the block, if it did not wait them
-  count(c.waited, k + 1);
+  if (lane() == 0) c.waited = k + 1;
   return abi::BlockRef{id, static_cast<int>(slot), k};
 }
 
 inline void cb_pop(int id, abi::Loc at) {
   check_cb(id, at);
   WarpCounters& c = counters(id);
-  unsigned k = c.popped;
+  unsigned k = warp_count(c.popped);
   if (!is_compute()) settle_dma(id, k % cb_layout(id).slots, at);  // no read lands after the pop
   bulk_wait_read();  // bulk writes out of the block have read it
   __syncwarp();      // every lane is done with the block
@@ -448,7 +444,6 @@ inline void cb_pop(int id, abi::Loc at) {
     c.popped = k + 1;
     mbar_arrive(empty_bar(id, k % cb_layout(id).slots), arrivals());
   }
-  __syncwarp();
 }
 
 // A block handed to code that writes it no longer holds the padding of its last DMA read.
@@ -540,6 +535,23 @@ inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at
   }
   const bool bulk = bulk_rows(v, r) && r.cols > 0;
   const bool padded = *sig == want;  // the padding from the slot's last read is still in place
+  if (bulk && (padded || (r.rows == bh && r.cols == bw)) && r.rows <= role_size()) {
+    // a bulk copy per row, nothing to pad: the leader arrives with the bytes to expect, then each
+    // thread issues its row
+    role_sync();  // every thread has read the count and the signature
+    if (leader()) {
+      *issued = n + 1;
+      *sig = want;
+      mbar_arrive_expect_tx(bar, static_cast<unsigned>(r.rows * r.cols * es));
+    }
+    role_sync();
+    const int i = role_rank();
+    if (i < r.rows)
+      bulk_read(smem_addr(dst + i * bw * es), src + static_cast<long long>(i) * v.cols * es,
+                static_cast<unsigned>(r.cols * es), bar);
+    trace(cuda_abi::kTraceDmaRead, b.cb);
+    return id;
+  }
   role_sync();                       // every thread has read the count and the signature
   if (leader()) {
     *issued = n + 1;
