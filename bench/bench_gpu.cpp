@@ -308,7 +308,8 @@ int main(int argc, char** argv) {
   if (on("G6")) g6(2048);
   if (on("G7")) g7();
   if (on("G6big")) g6(8192);
-  if (on("tile_ln") && !on("tile")) tile_layernorm(32768, 768, true, tile::Grid::grid2d(12, 22), false);  // G2/G3, no single core
+  if (on("tile_ln") && !on("tile"))
+    tile_layernorm(32768, 768, true, tile::Grid::grid2d(12, 22), false);  // G2/G3, no single core
   if (on("tile")) {
     try {
       tile_kernels();

@@ -61,9 +61,9 @@ void check_cb_memory(const Program::Desc& d, const CBLayout& l, int64_t shared_p
   for (size_t i = 0; i < d.cbs.size(); i++) {
     const CBDecl& c = d.cbs[i];
     slots += static_cast<size_t>(c.buffer_factor);
-    msg += "\n  CB '" + c.name + "': " + c.shape_str() + " " +
-           dtype_name(c.dtype) + " x buffer factor " + std::to_string(c.buffer_factor) + " = " +
-           std::to_string(l.cbs[i].block_bytes * c.buffer_factor) + " bytes";
+    msg += "\n  CB '" + c.name + "': " + c.shape_str() + " " + dtype_name(c.dtype) + " x buffer factor " +
+           std::to_string(c.buffer_factor) + " = " + std::to_string(l.cbs[i].block_bytes * c.buffer_factor) +
+           " bytes";
   }
   msg += "\n  barriers and counters: " + std::to_string(kBarrierBytesPerSlot) + " bytes per buffer slot x " +
          std::to_string(slots) + " slots + " + std::to_string(kCounterBytesPerWarp) +

@@ -147,9 +147,9 @@ TEST(TileLayerNorm, LongRowsStreamInChunks) {
     return p.generated_source().find(kernel) != std::string::npos;
   };
   EXPECT_TRUE(uses(tile::ops::layernorm_forward_program(k.x, k.w, k.b, kEps, 2), "pass 2"));
-  EXPECT_TRUE(uses(tile::ops::layernorm_backward_program(k.dout, k.x, k.w, mean, rstd, dw, db, true,
-                                                         Grid::grid2d(1, 2)),
-                   "pass 2"));
+  EXPECT_TRUE(uses(
+      tile::ops::layernorm_backward_program(k.dout, k.x, k.w, mean, rstd, dw, db, true, Grid::grid2d(1, 2)),
+      "pass 2"));
   Case s = make_case(33, 768, DType::F32);
   EXPECT_TRUE(uses(tile::ops::layernorm_forward_program(s.x, s.w, s.b, kEps, 2), "whole rows in a block"));
   check_forward(33, 8200, 2, DType::F32);

@@ -465,15 +465,15 @@ inline Rect slice_rect(int t, const CbLayout& cb, int cbid, abi::Slice s, abi::L
   const cuda_abi::TensorParam& v = P().tensors[t];
   if (v.tiles) {
     long long R = (v.rows + 31) / 32, C = (v.cols + 31) / 32;
-    if (cb.tile_rows != 32 || s.rows != cb.rows || s.cols != cb.cols || s.row < 0 || s.col < 0 || s.row + s.rows > R ||
-        s.col + s.cols > C)
+    if (cb.tile_rows != 32 || s.rows != cb.rows || s.cols != cb.cols || s.row < 0 || s.col < 0 ||
+        s.row + s.rows > R || s.col + s.cols > C)
       fail_role(cuda_abi::kBadSlice, t * 64 + cbid, at, s.row, s.col, s.rows, s.cols);
     long long r0 = s.row * 32, c0 = s.col * 32, h = s.rows * 32, w = s.cols * 32;
     return Rect{r0, c0, static_cast<int>(h < v.rows - r0 ? h : v.rows - r0),
                 static_cast<int>(w < v.cols - c0 ? w : v.cols - c0)};
   }
-  if (s.rows < 0 || s.cols < 0 || s.rows > cb.height() || s.cols > cb.cols * 32LL || s.row < 0 ||
-      s.col < 0 || s.row + s.rows > v.rows || s.col + s.cols > v.cols)
+  if (s.rows < 0 || s.cols < 0 || s.rows > cb.height() || s.cols > cb.cols * 32LL || s.row < 0 || s.col < 0 ||
+      s.row + s.rows > v.rows || s.col + s.cols > v.cols)
     fail_role(cuda_abi::kBadSlice, t * 64 + cbid, at, s.row, s.col, s.rows, s.cols);
   return Rect{s.row, s.col, static_cast<int>(s.rows), static_cast<int>(s.cols)};
 }
@@ -552,7 +552,7 @@ inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at
     trace(cuda_abi::kTraceDmaRead, b.cb);
     return id;
   }
-  role_sync();                       // every thread has read the count and the signature
+  role_sync();  // every thread has read the count and the signature
   if (leader()) {
     *issued = n + 1;
     *sig = want;

@@ -253,7 +253,8 @@ template <int Dim, bool Max, class A>
 struct Reduce {
   static_assert(Dim == 0 || Dim == 1, "kiln.tile: reduce dim must be 0 (over rows) or 1 (over columns)");
   static_assert(A::rows > 0 && A::cols > 0, "kiln.tile: reduce of a broadcast expression");
-  static constexpr int rows = Dim == 0 ? 1 : A::rows, cols = Dim == 1 ? 1 : A::cols, th = Dim == 0 ? 0 : A::th;
+  static constexpr int rows = Dim == 0 ? 1 : A::rows, cols = Dim == 1 ? 1 : A::cols,
+                       th = Dim == 0 ? 0 : A::th;
   A a;
   auto bind(abi::Loc l) const {
     auto ba = a.bind(l);
@@ -665,7 +666,8 @@ Transfer dma(const Block<T, R, C, TH>& src, const TensorSlice<T>& dst, KILN_TILE
 // Copies `src` into the block each core of `range` (this core excluded) reserved in `dst` and
 // handed to mcast_receive(); waits until every receiver is ready.
 template <class T, int R, int C, int TH, int Id>
-Transfer mcast(const Block<T, R, C, TH>& src, const CB<T, R, C, Id, TH>& dst, CoreRange range, KILN_TILE_LOC) {
+Transfer mcast(const Block<T, R, C, TH>& src, const CB<T, R, C, Id, TH>& dst, CoreRange range,
+               KILN_TILE_LOC) {
   static_assert(detail::kGrid2D<T>,
                 "kiln.tile: multicast needs a 2D grid (Grid::grid2d); this program runs on a "
                 "plain core count without topology");

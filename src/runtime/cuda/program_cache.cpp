@@ -32,7 +32,8 @@ Cache& cache() {
 // KILN_CUDA_LINEINFO=1 adds source line tables (for Nsight Compute's source view); part of the
 // options, so of the cache key too.
 std::vector<std::string> options(const Context& c) {
-  std::vector<std::string> o = {"--gpu-architecture=" + c.arch, "-std=c++17", "--fmad=true", "-default-device"};
+  std::vector<std::string> o = {"--gpu-architecture=" + c.arch, "-std=c++17", "--fmad=true",
+                                "-default-device"};
   const char* li = std::getenv("KILN_CUDA_LINEINFO");
   if (li && std::string(li) == "1") o.push_back("-lineinfo");
   return o;

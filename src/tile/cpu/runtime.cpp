@@ -179,7 +179,8 @@ Rect slice_rect(Ctx& c, const TensorView& v, const CBState& cb, abi::Slice s, ab
   if (v.decl->indexing == Indexing::Tiles) {
     if (cb.decl->tile_rows != kTileSize)
       fail_here(c.lk,
-                "dma between tile-indexed tensor '" + tn + "' and a block of " + block + " of " + cb_name(cb) +
+                "dma between tile-indexed tensor '" + tn + "' and a block of " + block + " of " +
+                    cb_name(cb) +
                     ": blocks of short tiles move through element-indexed accessors (Indexing::Elements)",
                 at);
     if (s.rows != cb.decl->rows || s.cols != cb.decl->cols)

@@ -91,7 +91,7 @@ Program layernorm_forward_program(const Tensor& x, const Tensor& weight, const T
     p.gpu_compute_warps(kComputeWarps);
     p.cb("x_cb", 1, CT, t, factor, br).cb("out_cb", 1, CT, t, 2, br);
     p.cb("w_cb", 1, CT, t, 1, 1).cb("b_cb", 1, CT, t, 1, 1);  // row vectors, kept
-    p.cb("valid_cb", 1, C % kTileSize ? CT : 1, t, 1, 1);    // the column mask, where C needs one
+    p.cb("valid_cb", 1, C % kTileSize ? CT : 1, t, 1, 1);     // the column mask, where C needs one
     p.cb("mean_cb", 1, 1, f32, 2, br).cb("rstd_cb", 1, 1, f32, 2, br);
   };
   if (int br = rows_per_block(C * dtype_size(t), rows_cbs)) {  // whole rows in a block
@@ -164,7 +164,8 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
     p.output("dx", x.shape(), t, e, Fill::None).output("dweight", {C}, gt, e).output("dbias", {C}, gt, e);
     // the weight gradients' partial sums: a row of C per core (dx alone needs none), each written whole
     const int64_t part_rows = wgrad ? cores : 1;
-    p.output("part_dw", {part_rows, C}, f32, e, Fill::None).output("part_db", {part_rows, C}, f32, e, Fill::None);
+    p.output("part_dw", {part_rows, C}, f32, e, Fill::None)
+        .output("part_db", {part_rows, C}, f32, e, Fill::None);
     rows_cbs(p, br);
     p.semaphore("arrived").semaphore("go");
     p.constant("CT", CT).constant("BR", br).constant("n_cols", C).constant("WGRAD", wgrad ? 1 : 0);
