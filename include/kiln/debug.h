@@ -34,6 +34,7 @@ struct Stats {
   int64_t disk_cache_hits = 0;
   double device_ms = 0;       // with Settings::profile: device time of the kernels run (first launch to last)
   int64_t tile_launches = 0;  // tile programs run (src/tile)
+  int64_t tile_cluster_launches = 0;  // of those, GPU launches in thread-block clusters (multicast)
   int64_t arena_bytes = 0;    // memory-plan arenas allocated (their planned peaks, summed)
   int64_t arena_no_reuse_bytes = 0;  // what their intermediates would take without reuse
   int64_t jit_replays = 0;           // kiln::Jit calls answered by replaying a captured step

@@ -147,6 +147,16 @@ std::vector<Case> cases() {
                  p.cb("a_cb", 1, 1, DType::F32).cb("b_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
                  return p;
                }});
+  // 12 cores a row: on the GPU clusters of 6, so the core at x = 0 multicasts to 1..5 through
+  // distributed shared memory and to 6..11 through global memory
+  v.push_back({"row_multicast_across_clusters", {"y"}, 0, 1e-6, [](Device d) {
+                 Program p("row_multicast", kRowMulticast, Grid::grid2d(2, 12));
+                 p.input("a", on(tile_input({64, 384}, 64), d))
+                     .input("b", on(tile_input({64, 32}, 65), d))
+                     .output("y", {64, 384}, DType::F32);
+                 p.cb("a_cb", 1, 1, DType::F32).cb("b_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
+                 return p;
+               }});
   v.push_back({"barrier_semaphores", {"y"}, 0, 1e-6, [](Device d) {
                  Program p("barrier", kBarrier, Grid::grid2d(3, 3));
                  p.input("x", on(tile_input({96, 96}, 63), d))
@@ -267,6 +277,18 @@ TEST(TileCuda, ExamplesMatchTheCpuBackend) {
       EXPECT_TRUE(g.device().is_cuda()) << c.name << ": output '" << out << "' is on " << g.device().str();
       expect_near_all(g.to(Device::cpu()), cpu.result(out).to_vector<float>(), c.rtol, c.atol);
     }
+  }
+}
+
+// A 2D grid whose kernel multicasts launches in thread-block clusters (the row multicast examples
+// above check the values); one that only signals semaphores does not.
+TEST(TileCuda, MulticastProgramsLaunchInClusters) {
+  KILN_REQUIRE_GPU();
+  for (auto& c : cases()) {
+    if (c.name != "row_multicast" && c.name != "barrier_semaphores") continue;
+    const int64_t before = stats().tile_cluster_launches;
+    c.make(Device::cuda()).run();
+    EXPECT_EQ(stats().tile_cluster_launches - before, c.name == "row_multicast" ? 1 : 0) << c.name;
   }
 }
 

@@ -14,6 +14,11 @@ inline constexpr int kFileChars = 96;
 // Shared memory per CB slot ahead of the rings: full, empty and dma mbarriers, the DMA count and
 // the padding signature, 8 bytes each.
 inline constexpr unsigned kBarrierBytesPerSlot = 40;
+// Multicast state per (receiving core, CB), in global memory: four counters (senders' claims,
+// receives asked for, payloads delivered, payloads copied out of the mailbox), then per receive n
+// (at n % kMaxSlots) the slot it lands in and whether its payload came straight into that slot
+// through distributed shared memory (a sender in the receiver's thread-block cluster).
+inline constexpr int kMcastWords = 4 + 2 * kMaxSlots;
 // Tensor maps for the bulk tensor copy engine: one per (tensor, block shape) pair, at most this many.
 inline constexpr int kMaxTensorMaps = 24;
 

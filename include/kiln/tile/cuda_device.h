@@ -9,7 +9,9 @@
 // together arrive KILN_TILE_COMPUTE_WARPS times). DMA reads are bulk copies (the TMA engine,
 // cp.async.bulk) that complete the slot's `dma` barrier by transaction bytes; DMA writes are bulk
 // copies from shared memory to global memory. Slices the bulk engine cannot copy (unaligned rows)
-// move element by element. Semaphores and multicast mailboxes live in global memory.
+// move element by element. Semaphores and multicast mailboxes live in global memory; a 2D grid that
+// multicasts runs in thread-block clusters, and a multicast to a core of the sender's cluster
+// writes straight into the receiver's slot through distributed shared memory.
 // Every wait has a watchdog: past the launch's timeout the role's leader writes an error record,
 // raises the launch-wide abort flag and the whole role exits; other roles stop at their next wait.
 #pragma once
@@ -651,9 +653,44 @@ inline int dma_write(abi::BlockRef b, int t, abi::Slice s, abi::Loc at) {
 // ---- cross-core: semaphores and multicast through global memory ----
 // Multicast counters per (receiving core, CB): claimed by senders, receives asked for, payloads
 // delivered, payloads copied out of the mailbox.
-enum { kClaim = 0, kReady = 1, kFilled = 2, kConsumed = 3 };
+// Then per receive n, at n % kMaxSlots: the receiver's slot (kSlotOf + ...) and, from a sender in
+// its cluster, n once the payload was written straight into that slot (kDirect + ...).
+enum { kClaim = 0, kReady = 1, kFilled = 2, kConsumed = 3, kSlotOf = 4, kDirect = 4 + cuda_abi::kMaxSlots };
 inline unsigned* mcast_counter(int core, int cb, int which) {
-  return reinterpret_cast<unsigned*>(P().mcast) + (static_cast<long long>(core) * P().ncbs + cb) * 4 + which;
+  return reinterpret_cast<unsigned*>(P().mcast) +
+         (static_cast<long long>(core) * P().ncbs + cb) * cuda_abi::kMcastWords + which;
+}
+
+// ---- thread-block clusters (a 2D grid that multicasts launches in them: tile/cuda/launch.cpp) ----
+inline unsigned cluster_dim_x() {
+  unsigned v;
+  asm("mov.u32 %0, %%cluster_nctaid.x;" : "=r"(v));
+  return v;
+}
+inline unsigned cluster_dim_y() {
+  unsigned v;
+  asm("mov.u32 %0, %%cluster_nctaid.y;" : "=r"(v));
+  return v;
+}
+// Whether core (x, y) is in this block's cluster; its rank there in *rank (x fastest).
+inline bool in_my_cluster(int x, int y, unsigned* rank) {
+  const unsigned cx = cluster_dim_x(), cy = cluster_dim_y();
+  if (cx * cy == 1) return false;
+  if (static_cast<unsigned>(x) / cx != blockIdx.x / cx || static_cast<unsigned>(y) / cy != blockIdx.y / cy)
+    return false;
+  *rank = (static_cast<unsigned>(y) % cy) * cx + static_cast<unsigned>(x) % cx;
+  return true;
+}
+// The address of this block's shared-memory address `addr` in the cluster's block of rank `rank`.
+inline unsigned cluster_addr(unsigned addr, unsigned rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+inline void st_cluster_v4(unsigned addr, const Vec16& v) {
+  asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
 }
 inline unsigned char* mailbox(int core, int cb) {
   return reinterpret_cast<unsigned char*>(P().cbs[cb].mailbox) +
@@ -686,10 +723,21 @@ inline int mcast(abi::BlockRef b, int dst, abi::CoreRange range, abi::Loc at) {
       unsigned* consumed = mcast_counter(rc, dst, kConsumed);
       wait_until([&] { return ld_volatile(ready) >= k && ld_volatile(consumed) + 1 >= k; },
                  cuda_abi::kWaitMcastSend, dst, at, rc);
-      unsigned char* box = mailbox(rc, dst);
-      for (int q = role_rank(); q < bytes / 16; q += role_size())
-        reinterpret_cast<Vec16*>(box)[q] = reinterpret_cast<const Vec16*>(blk)[q];
-      __threadfence();
+      const unsigned at_k = k % cuda_abi::kMaxSlots;
+      unsigned rank = 0;
+      if (in_my_cluster(x, y, &rank)) {  // straight into the receiver's slot, through its shared memory
+        __threadfence();                  // the receiver's slot number (published before `ready`)
+        const unsigned slot = ld_volatile(mcast_counter(rc, dst, kSlotOf + at_k));
+        const unsigned to = cluster_addr(smem_addr(slot_data(dst, static_cast<int>(slot))), rank);
+        for (int q = role_rank(); q < bytes / 16; q += role_size())
+          st_cluster_v4(to + q * 16, reinterpret_cast<const Vec16*>(blk)[q]);
+        if (leader()) *mcast_counter(rc, dst, kDirect + at_k) = k;
+      } else {  // through the receiver's mailbox in global memory
+        unsigned char* box = mailbox(rc, dst);
+        for (int q = role_rank(); q < bytes / 16; q += role_size())
+          reinterpret_cast<Vec16*>(box)[q] = reinterpret_cast<const Vec16*>(blk)[q];
+      }
+      __threadfence();  // the payload (either way) before `filled`
       role_sync();
       if (leader()) atomicMax(mcast_counter(rc, dst, kFilled), k);
     }
@@ -703,6 +751,9 @@ inline int mcast_receive(abi::BlockRef b, abi::Loc at) {
   role_sync();
   long long n = from_leader([&]() -> long long {
     unsigned v = ++counters(b.cb).received;
+    // the slot first, for a sender in this cluster to write into
+    *mcast_counter(kiln_tile_block.core, b.cb, kSlotOf + v % cuda_abi::kMaxSlots) = static_cast<unsigned>(b.slot);
+    __threadfence();
     atomicMax(mcast_counter(kiln_tile_block.core, b.cb, kReady), v);
     return v;
   });
@@ -733,11 +784,14 @@ inline void transfer_wait(int id, abi::Loc at) {
         return true;
       },
       cuda_abi::kWaitMcastReceive, cb, at);
-  const unsigned char* box = mailbox(me, cb);
   unsigned char* blk = slot_data(cb, slot);
   *pad_sig(cb, static_cast<unsigned>(slot)) = 0;
-  for (int q = role_rank(); q < static_cast<int>(cb_layout(cb).block_bytes / 16); q += role_size())
-    reinterpret_cast<Vec16*>(blk)[q] = ld_cg_v4(box + q * 16);
+  // a sender of this cluster wrote the block in place; any other left it in the mailbox
+  if (ld_volatile(mcast_counter(me, cb, kDirect + n % cuda_abi::kMaxSlots)) != n) {
+    const unsigned char* box = mailbox(me, cb);
+    for (int q = role_rank(); q < static_cast<int>(cb_layout(cb).block_bytes / 16); q += role_size())
+      reinterpret_cast<Vec16*>(blk)[q] = ld_cg_v4(box + q * 16);
+  }
   role_sync();
   if (leader()) atomicMax(mcast_counter(me, cb, kConsumed), n);
 }

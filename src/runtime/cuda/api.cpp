@@ -85,6 +85,7 @@ Loaded load() {
   a.cuStreamQuery = reinterpret_cast<decltype(a.cuStreamQuery)>(dlsym(cu, "cuStreamQuery"));
   a.cuLaunchCooperativeKernel =
       reinterpret_cast<decltype(a.cuLaunchCooperativeKernel)>(dlsym(cu, "cuLaunchCooperativeKernel"));
+  a.cuLaunchKernelEx = reinterpret_cast<decltype(a.cuLaunchKernelEx)>(dlsym(cu, "cuLaunchKernelEx"));
   a.cuTensorMapEncodeTiled =
       reinterpret_cast<decltype(a.cuTensorMapEncodeTiled)>(dlsym(cu, "cuTensorMapEncodeTiled"));
   bind(cu, a.cuStreamBeginCapture, "cuStreamBeginCapture_v2", missing);

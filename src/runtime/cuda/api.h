@@ -19,6 +19,29 @@ using CUgraph = void*;
 using CUgraphExec = void*;
 using CUgraphNode = void*;
 
+// CUlaunchAttribute and CUlaunchConfig (cuda.h): a launch with attributes (cuLaunchKernelEx). The
+// value is a 64-byte union; kiln sets two of its members: `cooperative` (an int, attribute 2) and
+// the cluster shape (three unsigned, attribute 4).
+struct CUlaunchAttribute {
+  int id;
+  int pad;
+  union {
+    char bytes[64];
+    int cooperative;
+    unsigned cluster_dim[3];
+  } value;
+};
+struct CUlaunchConfig {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+  CUstream stream;
+  CUlaunchAttribute* attrs;
+  unsigned num_attrs;
+};
+static_assert(sizeof(CUlaunchAttribute) == 72 && offsetof(CUlaunchAttribute, value) == 8);
+static_assert(sizeof(CUlaunchConfig) == 56 && offsetof(CUlaunchConfig, attrs) == 40);
+inline constexpr int kLaunchAttributeCooperative = 2;
+inline constexpr int kLaunchAttributeClusterDimension = 4;
+
 // CUgraphExecUpdateResultInfo (cuda.h): why cuGraphExecUpdate refused a graph
 struct CUgraphExecUpdateResultInfo {
   int result;  // CUgraphExecUpdateResult
@@ -65,6 +88,8 @@ struct Api {
   // optional (null when the driver lacks it): a launch whose blocks are all resident at once
   int (*cuLaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                    unsigned, CUstream, void**);
+  // optional (null before CUDA 12): a launch with attributes (thread-block clusters)
+  int (*cuLaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**);
   // optional (null before CUDA 12): a 2D (or higher) tensor map for the bulk tensor copy engine;
   // the enums are passed as their integer values
   int (*cuTensorMapEncodeTiled)(void* map, int data_type, unsigned rank, void* address,

@@ -151,6 +151,36 @@ void encode_tensor_maps(const Program::Desc& d, const CBLayout& layout, rc::Cont
   }
 }
 
+// The thread-block clusters of a 2D grid whose kernel multicasts blocks (calls mcast): the widest
+// piece of a grid row (at most 8 cores, dividing the row), then as many rows as keep it within 8
+// cores. A multicast to cores of the sender's cluster writes into their shared memory directly
+// (cuda_device.h: mcast). 1 x 1: no clusters.
+std::pair<unsigned, unsigned> cluster_shape(const Program::Desc& d) {
+  if (!d.grid.is_2d || d.source.find("mcast(") == std::string::npos) return {1, 1};
+  unsigned cx = 1, cy = 1;
+  for (unsigned x = 1; x <= 8; x++)
+    if (d.grid.cols % x == 0) cx = x;
+  for (unsigned y = 1; y * cx <= 8; y++)
+    if (d.grid.rows % y == 0) cy = y;
+  return {cx, cy};
+}
+
+// A cooperative launch in clusters of cx x cy blocks; false when the driver cannot (no
+// cuLaunchKernelEx, or it refuses the shape: the caller then launches without clusters).
+bool launch_in_clusters(rc::Context& c, runtime::cuda::CUfunction f, unsigned gx, unsigned gy, unsigned threads,
+                        size_t smem, unsigned cx, unsigned cy, void** kernel_args) {
+  if (!c.api->cuLaunchKernelEx) return false;
+  rc::CUlaunchAttribute attrs[2] = {};
+  attrs[0].id = rc::kLaunchAttributeCooperative;
+  attrs[0].value.cooperative = 1;
+  attrs[1].id = rc::kLaunchAttributeClusterDimension;
+  attrs[1].value.cluster_dim[0] = cx;
+  attrs[1].value.cluster_dim[1] = cy;
+  attrs[1].value.cluster_dim[2] = 1;
+  rc::CUlaunchConfig cfg{gx, gy, 1, threads, 1, 1, static_cast<unsigned>(smem), c.stream, attrs, 2};
+  return c.api->cuLaunchKernelEx(&cfg, f, kernel_args, nullptr) == 0;
+}
+
 }  // namespace
 
 void launch(Program::Desc& d, int ordinal) {
@@ -228,7 +258,8 @@ void launch(Program::Desc& d, int ordinal) {
   size_t at_log = take(sizeof(cuda_abi::ErrorLog));
   size_t at_args = take(static_cast<size_t>(cores) * d.arg_names.size() * 8 + 8);
   size_t at_sems = take(static_cast<size_t>(cores) * d.semaphores.size() * 8 + 8);
-  size_t at_mcast = take(d.grid.is_2d ? static_cast<size_t>(cores) * d.cbs.size() * 16 : 16);
+  size_t at_mcast =
+      take(d.grid.is_2d ? static_cast<size_t>(cores) * d.cbs.size() * cuda_abi::kMcastWords * 4 : 16);
   const int traced = trace_core();  // the kernel records when it was compiled with the same setting
   const bool tracing = traced >= 0 && traced < cores;
   constexpr int kTraceCap = 1 << 16;
@@ -278,7 +309,10 @@ void launch(Program::Desc& d, int ordinal) {
       "at once, and " +
       dev.str() + " (" + std::to_string(c.info.multiprocessors) +
       " multiprocessors) does not fit them: use fewer cores";
-  if (cross_core && c.api->cuLaunchCooperativeKernel) {
+  auto [cx, cy] = cluster_shape(d);
+  if (cross_core && cx * cy > 1 && launch_in_clusters(c, f, gx, gy, threads, smem, cx, cy, kernel_args)) {
+    stats().tile_cluster_launches++;
+  } else if (cross_core && c.api->cuLaunchCooperativeKernel) {
     int r = c.api->cuLaunchCooperativeKernel(f, gx, gy, 1, threads, 1, 1, static_cast<unsigned>(smem),
                                              c.stream, kernel_args);
     if (r == kErrorCoopTooLarge) fail(d, resident);
