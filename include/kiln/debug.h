@@ -35,10 +35,10 @@ struct Stats {
   double device_ms = 0;       // with Settings::profile: device time of the kernels run (first launch to last)
   int64_t tile_launches = 0;  // tile programs run (src/tile)
   int64_t tile_cluster_launches = 0;  // of those, GPU launches in thread-block clusters (multicast)
-  int64_t arena_bytes = 0;    // memory-plan arenas allocated (their planned peaks, summed)
-  int64_t arena_no_reuse_bytes = 0;  // what their intermediates would take without reuse
-  int64_t jit_replays = 0;           // kiln::Jit calls answered by replaying a captured step
-  int64_t gemm_launches = 0;         // matmuls a realize ran in the GEMM library (cuBLASLt)
+  int64_t arena_bytes = 0;            // memory-plan arenas allocated (their planned peaks, summed)
+  int64_t arena_no_reuse_bytes = 0;   // what their intermediates would take without reuse
+  int64_t jit_replays = 0;            // kiln::Jit calls answered by replaying a captured step
+  int64_t gemm_launches = 0;          // matmuls a realize ran in the GEMM library (cuBLASLt)
   int64_t attention_launches = 0;  // flash-attention kernels a realize ran (F::scaled_dot_product_attention)
   int64_t graph_captures = 0;      // CUDA graphs captured for replays (one per new set of buffers)
   int64_t graph_launches = 0;      // CUDA graphs launched (each runs a replay's kernels)

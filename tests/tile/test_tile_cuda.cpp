@@ -43,6 +43,16 @@ struct Case {
   std::function<Program(Device)> make;
 };
 
+// kRowMulticast on a 2 x cols grid: y (64 x 32 cols) = a + b's tile column broadcast along rows.
+Program row_multicast(Device d, int cols, uint64_t seed) {
+  Program p("row_multicast", kRowMulticast, Grid::grid2d(2, cols));
+  p.input("a", on(tile_input({64, 32 * cols}, seed), d))
+      .input("b", on(tile_input({64, 32}, seed + 1), d))
+      .output("y", {64, 32 * cols}, DType::F32);
+  p.cb("a_cb", 1, 1, DType::F32).cb("b_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
+  return p;
+}
+
 std::vector<Case> cases() {
   std::vector<Case> v;
   v.push_back({"add_by_rows", {"y"}, 0, 1e-6, [](Device d) {
@@ -139,24 +149,11 @@ std::vector<Case> cases() {
                  return matmul_program(on(tile_input({64, 64}, 55, DType::BF16), d),
                                        on(tile_input({64, 64}, 56, DType::BF16), d), 2, 1, 1, 1, DType::BF16);
                }});
-  v.push_back({"row_multicast", {"y"}, 0, 1e-6, [](Device d) {
-                 Program p("row_multicast", kRowMulticast, Grid::grid2d(2, 3));
-                 p.input("a", on(tile_input({64, 96}, 61), d))
-                     .input("b", on(tile_input({64, 32}, 62), d))
-                     .output("y", {64, 96}, DType::F32);
-                 p.cb("a_cb", 1, 1, DType::F32).cb("b_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
-                 return p;
-               }});
+  v.push_back({"row_multicast", {"y"}, 0, 1e-6, [](Device d) { return row_multicast(d, 3, 61); }});
   // 12 cores a row: on the GPU clusters of 6, so the core at x = 0 multicasts to 1..5 through
   // distributed shared memory and to 6..11 through global memory
-  v.push_back({"row_multicast_across_clusters", {"y"}, 0, 1e-6, [](Device d) {
-                 Program p("row_multicast", kRowMulticast, Grid::grid2d(2, 12));
-                 p.input("a", on(tile_input({64, 384}, 64), d))
-                     .input("b", on(tile_input({64, 32}, 65), d))
-                     .output("y", {64, 384}, DType::F32);
-                 p.cb("a_cb", 1, 1, DType::F32).cb("b_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
-                 return p;
-               }});
+  v.push_back(
+      {"row_multicast_across_clusters", {"y"}, 0, 1e-6, [](Device d) { return row_multicast(d, 12, 64); }});
   v.push_back({"barrier_semaphores", {"y"}, 0, 1e-6, [](Device d) {
                  Program p("barrier", kBarrier, Grid::grid2d(3, 3));
                  p.input("x", on(tile_input({96, 96}, 63), d))

@@ -726,7 +726,7 @@ inline int mcast(abi::BlockRef b, int dst, abi::CoreRange range, abi::Loc at) {
       const unsigned at_k = k % cuda_abi::kMaxSlots;
       unsigned rank = 0;
       if (in_my_cluster(x, y, &rank)) {  // straight into the receiver's slot, through its shared memory
-        __threadfence();                  // the receiver's slot number (published before `ready`)
+        __threadfence();                 // the receiver's slot number (published before `ready`)
         const unsigned slot = ld_volatile(mcast_counter(rc, dst, kSlotOf + at_k));
         const unsigned to = cluster_addr(smem_addr(slot_data(dst, static_cast<int>(slot))), rank);
         for (int q = role_rank(); q < bytes / 16; q += role_size())
@@ -752,7 +752,8 @@ inline int mcast_receive(abi::BlockRef b, abi::Loc at) {
   long long n = from_leader([&]() -> long long {
     unsigned v = ++counters(b.cb).received;
     // the slot first, for a sender in this cluster to write into
-    *mcast_counter(kiln_tile_block.core, b.cb, kSlotOf + v % cuda_abi::kMaxSlots) = static_cast<unsigned>(b.slot);
+    *mcast_counter(kiln_tile_block.core, b.cb, kSlotOf + v % cuda_abi::kMaxSlots) =
+        static_cast<unsigned>(b.slot);
     __threadfence();
     atomicMax(mcast_counter(kiln_tile_block.core, b.cb, kReady), v);
     return v;

@@ -167,8 +167,8 @@ std::pair<unsigned, unsigned> cluster_shape(const Program::Desc& d) {
 
 // A cooperative launch in clusters of cx x cy blocks; false when the driver cannot (no
 // cuLaunchKernelEx, or it refuses the shape: the caller then launches without clusters).
-bool launch_in_clusters(rc::Context& c, runtime::cuda::CUfunction f, unsigned gx, unsigned gy, unsigned threads,
-                        size_t smem, unsigned cx, unsigned cy, void** kernel_args) {
+bool launch_in_clusters(rc::Context& c, runtime::cuda::CUfunction f, unsigned gx, unsigned gy,
+                        unsigned threads, size_t smem, unsigned cx, unsigned cy, void** kernel_args) {
   if (!c.api->cuLaunchKernelEx) return false;
   rc::CUlaunchAttribute attrs[2] = {};
   attrs[0].id = rc::kLaunchAttributeCooperative;
