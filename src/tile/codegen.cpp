@@ -69,13 +69,6 @@ std::string generate_source(const Program::Desc& d, Target target) {
   s += "};\nstatic const KilnArgs& args() { return *reinterpret_cast<const KilnArgs*>(";
   s += cuda ? "kiln::tile::cuda::args()" : "kiln::tile::detail::rt->args()";
   s += "); }\n";
-  // on CUDA the roles are inlined into the kernel: as calls, a role keeps its values within the
-  // call ABI's registers (the layernorm backward's compute spilled at 64 registers; inlined it takes
-  // 96 and spills nothing)
-  if (cuda) {
-    for (auto& r : d.dm_roles) s += "__forceinline__ void " + r + "();\n";
-    s += "__forceinline__ void " + d.compute_role + "();\n";
-  }
   s += "#line 1 " + quoted(d.file) + "\n" + d.source + "\n";
   s += "#line 1 \"<kiln tile entry>\"\n";
   if (cuda) {
