@@ -6,30 +6,12 @@
 #include <kiln/kiln.h>
 #include <kiln/tile_ops.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
-#include <vector>
+
+#include "bench_util.h"
 
 using namespace kiln;
-
-namespace {
-
-double median_wall_ms(const std::function<void()>& fn, int reps) {
-  std::vector<double> wall;
-  for (int i = 0; i < reps; i++) {
-    auto t0 = std::chrono::steady_clock::now();
-    fn();
-    synchronize(Device::cuda());
-    wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3);
-  }
-  std::sort(wall.begin(), wall.end());
-  return wall[wall.size() / 2];
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   std::string why;
@@ -53,7 +35,16 @@ int main(int argc, char** argv) {
     auto o = tile::layernorm_forward(x, w, b, 1e-5, cores);
     tile::layernorm_backward(dy, x, w, o.mean, o.rstd, Tensor(), Tensor(), tile::WeightGrads::OverRows, grid);
   };
-  double tf = median_wall_ms(fwd, reps), tb = median_wall_ms(bwd, reps), tfb = median_wall_ms(both, reps);
+  // a whole synchronized call each (no warm-up: each is already compiled by the calls before it)
+  auto wall = [&](auto f) {
+    return bench::median_ms(
+        [&] {
+          f();
+          synchronize(gpu);
+        },
+        reps, 0);
+  };
+  double tf = wall(fwd), tb = wall(bwd), tfb = wall(both);
   std::printf("tile layernorm %lldx%lld f32: forward %.3f ms, backward %.3f ms, both %.3f ms\n",
               static_cast<long long>(N), static_cast<long long>(C), tf, tb, tfb);
   return 0;

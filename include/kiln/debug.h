@@ -18,6 +18,7 @@ struct Settings {
   bool tf32 = false;       // KILN_TF32=1: f32 matmuls on CUDA may use TF32 tensor cores (cuBLASLt)
   bool profile = false;    // KILN_PROFILE=1: time each schedule's kernels on the device (Stats::device_ms)
   bool cuda_graph = true;  // KILN_CUDA_GRAPH=0: kiln::Jit replays on CUDA launch each kernel, no CUDA graph
+  bool cuda_lineinfo = false;  // KILN_CUDA_LINEINFO=1: NVRTC adds line tables (Nsight Compute's source view)
   // KILN_LAYERNORM=tile: F::layer_norm on CPU f32/bf16 tensors runs the tile kernels of
   // kernels/layernorm (forward and backward) instead of the generated kernels ("generated")
   std::string layernorm = "generated";

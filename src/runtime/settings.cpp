@@ -31,6 +31,7 @@ Settings& settings() {
     r.profile = env_int("KILN_PROFILE", 0) != 0;
     r.tf32 = env_int("KILN_TF32", 0) != 0;
     r.cuda_graph = env_int("KILN_CUDA_GRAPH", 1) != 0;
+    r.cuda_lineinfo = env_int("KILN_CUDA_LINEINFO", 0) != 0;
     if (std::string ln = env_str("KILN_LAYERNORM"); !ln.empty()) r.layernorm = ln;
     if (r.cache_dir.empty()) {
       std::string home = env_str("HOME");

@@ -143,15 +143,19 @@ TEST(TileLayerNorm, BenchmarkRowLengthsFitTheCBBudget) {
 TEST(TileLayerNorm, LongRowsStreamInChunks) {
   Case k = make_case(33, 8200, DType::F32);
   Tensor mean = zeros({33}), rstd = ones({33}), dw = zeros({8200}), db = zeros({8200});
-  auto uses = [](const tile::Program& p, const char* kernel) {
-    return p.generated_source().find(kernel) != std::string::npos;
+  auto uses = [](const tile::Program& p, const std::string& kernel) {  // the kernel's file, by #line
+    return p.generated_source().find("#line 1 \"kernels/layernorm/" + kernel + "\"") != std::string::npos;
   };
-  EXPECT_TRUE(uses(tile::ops::layernorm_forward_program(k.x, k.w, k.b, kEps, 2), "pass 2"));
+  EXPECT_TRUE(uses(tile::ops::layernorm_forward_program(k.x, k.w, k.b, kEps, 2), "forward.cpp"));
   EXPECT_TRUE(uses(
       tile::ops::layernorm_backward_program(k.dout, k.x, k.w, mean, rstd, dw, db, true, Grid::grid2d(1, 2)),
-      "pass 2"));
+      "backward.cpp"));
   Case s = make_case(33, 768, DType::F32);
-  EXPECT_TRUE(uses(tile::ops::layernorm_forward_program(s.x, s.w, s.b, kEps, 2), "whole rows in a block"));
+  EXPECT_TRUE(uses(tile::ops::layernorm_forward_program(s.x, s.w, s.b, kEps, 2), "forward_rows.cpp"));
+  EXPECT_TRUE(
+      uses(tile::ops::layernorm_backward_program(s.dout, s.x, s.w, zeros({33}), ones({33}), zeros({768}),
+                                                 zeros({768}), true, Grid::grid2d(1, 2)),
+           "backward_rows.cpp"));
   check_forward(33, 8200, 2, DType::F32);
   check_backward(33, 8200, WeightGrads::OverRows, Grid::grid2d(1, 2), DType::F32, true);
 }

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 
@@ -29,13 +28,11 @@ Cache& cache() {
   return *c;
 }
 
-// KILN_CUDA_LINEINFO=1 adds source line tables (for Nsight Compute's source view); part of the
-// options, so of the cache key too.
+// Settings::cuda_lineinfo adds source line tables; part of the options, so of the cache key too.
 std::vector<std::string> options(const Context& c) {
   std::vector<std::string> o = {"--gpu-architecture=" + c.arch, "-std=c++17", "--fmad=true",
                                 "-default-device"};
-  const char* li = std::getenv("KILN_CUDA_LINEINFO");
-  if (li && std::string(li) == "1") o.push_back("-lineinfo");
+  if (settings().cuda_lineinfo) o.push_back("-lineinfo");
   return o;
 }
 

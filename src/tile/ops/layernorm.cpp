@@ -65,19 +65,29 @@ constexpr int kComputeWarps = 8;
 // instruction per warp every 15 cycles).
 constexpr int64_t kTwoCoresPerSM = 110 * 1024;
 
-// Rows per block of the rows kernels (kernels/layernorm/*_rows.cpp): the largest of 16, 8, 4, 2, 1
-// whose blocks of whole rows stay within 32 KB and whose CBs fit two cores per SM, else one core per
-// SM (kCBBudget); 0 when one row does not fit (the chunked kernels then stream it).
+// Block size of the rows kernels (kernels/layernorm/*_rows.cpp): rows per block (0: one row does not
+// fit, the chunked kernels then stream it) and slots of the streamed inputs' CBs.
+struct RowBlocks {
+  int rows = 0, slots = 2;
+};
+
+// The most rows of 16, 8, 4, 2, 1 whose blocks stay within 32 KB and whose CBs, streamed inputs
+// double-buffered, fit two cores per SM, else one core per SM (kCBBudget); then three slots of the
+// streamed inputs where that size still fits the same budget. declare(p, rows, slots) declares the
+// CBs on a scratch program.
 template <class Declare>
-int rows_per_block(int64_t row_bytes, Declare declare) {
+RowBlocks row_blocks(int64_t row_bytes, Declare declare) {
+  auto fits = [&](int br, int slots, int64_t budget) {
+    Program p("cb_budget", "", Grid::cores(1));
+    declare(p, br, slots);
+    return p.cb_bytes() <= budget;
+  };
   for (int64_t budget : {kTwoCoresPerSM, kCBBudget})
     for (int br = 16; br >= 1; br /= 2) {
       if (br > 1 && br * row_bytes > 32 * 1024) continue;
-      Program p("cb_budget", "", Grid::cores(1));
-      declare(p, br);
-      if (p.cb_bytes() <= budget) return br;
+      if (fits(br, 2, budget)) return {br, fits(br, 3, budget) ? 3 : 2};
     }
-  return 0;
+  return {};
 }
 
 Program layernorm_forward_program(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
@@ -86,24 +96,21 @@ Program layernorm_forward_program(const Tensor& x, const Tensor& weight, const T
   auto [N, C] = view2d(x);
   int64_t CT = tiles(C);
   const Tensor valid = constant_row(1.0, C, t, x.device());
-  int factor = 2;  // x: 3 slots where the budget allows them at the most rows per block
-  auto rows_cbs = [&](Program& p, int br) {
+  auto rows_cbs = [&](Program& p, int br, int slots) {
     p.gpu_compute_warps(kComputeWarps);
-    p.cb("x_cb", 1, CT, t, factor, br).cb("out_cb", 1, CT, t, 2, br);
+    p.cb("x_cb", 1, CT, t, slots, br).cb("out_cb", 1, CT, t, 2, br);
     p.cb("w_cb", 1, CT, t, 1, 1).cb("b_cb", 1, CT, t, 1, 1);  // row vectors, kept
     p.cb("valid_cb", 1, C % kTileSize ? CT : 1, t, 1, 1);     // the column mask, where C needs one
     p.cb("mean_cb", 1, 1, f32, 2, br).cb("rstd_cb", 1, 1, f32, 2, br);
   };
-  if (int br = rows_per_block(C * dtype_size(t), rows_cbs)) {  // whole rows in a block
-    factor = 3;
-    if (rows_per_block(C * dtype_size(t), rows_cbs) != br) factor = 2;
+  if (auto [br, slots] = row_blocks(C * dtype_size(t), rows_cbs); br) {  // whole rows in a block
     Program p = Program::from_library("layernorm/forward_rows.cpp", Grid::cores(cores));
     const Indexing e = Indexing::Elements;
     p.input("x", x, e).input("w", weight.to(t), e).input("b", bias.to(t), e).input("valid", valid, e);
     p.output("out", x.shape(), t, e, Fill::None)
         .output("mean", {N, 1}, f32, e, Fill::None)
         .output("rstd", {N, 1}, f32, e, Fill::None);
-    rows_cbs(p, br);
+    rows_cbs(p, br, slots);
     p.constant("CT", CT).constant("BR", br).constant("n_cols", C);
     p.constant("eps_bits", std::bit_cast<uint32_t>(static_cast<float>(eps)));
     p.runtime_args({"start", "count"});
@@ -141,11 +148,10 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
   auto [N, C] = view2d(x);
   int64_t CT = tiles(C);
   const int cores = grid.size();
-  int factor = 2;  // x and dout: 3 slots where the budget allows them at the most rows per block
-  auto rows_cbs = [&](Program& p, int br) {
+  auto rows_cbs = [&](Program& p, int br, int slots) {
     p.gpu_compute_warps(kComputeWarps);
-    p.cb("x_cb", 1, CT, t, factor, br).cb("dout_cb", 1, CT, t, factor, br).cb("dx_cb", 1, CT, t, 2, br);
-    p.cb("mean_cb", 1, 1, f32, factor, br).cb("rstd_cb", 1, 1, f32, factor, br);
+    p.cb("x_cb", 1, CT, t, slots, br).cb("dout_cb", 1, CT, t, slots, br).cb("dx_cb", 1, CT, t, 2, br);
+    p.cb("mean_cb", 1, 1, f32, slots, br).cb("rstd_cb", 1, 1, f32, slots, br);
     p.cb("w_cb", 1, CT, t, 1, 1);  // a row vector, kept
     p.cb("dnorm_mean_cb", 1, 1, f32, 1, br).cb("dnorm_norm_mean_cb", 1, 1, f32, 1, br);
     // the core's weight-gradient sums (row vectors), then the grid reduction tile by tile
@@ -153,9 +159,7 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
     p.cb("grad_in_cb", 1, 1, gt, 1, 1).cb("part_cb", 1, 1, f32).cb("tile_acc_cb", 1, 1, f32, 1, 1);
     p.cb("grad_out_cb", 1, 1, gt, 1, 1);
   };
-  if (int br = rows_per_block(C * dtype_size(t), rows_cbs)) {  // whole rows in a block
-    factor = 3;
-    if (rows_per_block(C * dtype_size(t), rows_cbs) != br) factor = 2;
+  if (auto [br, slots] = row_blocks(C * dtype_size(t), rows_cbs); br) {  // whole rows in a block
     Program p = Program::from_library("layernorm/backward_rows.cpp", grid);
     const Indexing e = Indexing::Elements;
     p.input("x", x, e).input("dout", dout.to(t), e).input("w", weight.to(t), e);
@@ -166,7 +170,7 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
     const int64_t part_rows = wgrad ? cores : 1;
     p.output("part_dw", {part_rows, C}, f32, e, Fill::None)
         .output("part_db", {part_rows, C}, f32, e, Fill::None);
-    rows_cbs(p, br);
+    rows_cbs(p, br, slots);
     p.semaphore("arrived").semaphore("go");
     p.constant("CT", CT).constant("BR", br).constant("n_cols", C).constant("WGRAD", wgrad ? 1 : 0);
     p.runtime_args({"start", "count", "piece_start", "piece_count"});
