@@ -2,6 +2,7 @@
 // handles (CBs, accessors, semaphores, constants) and typed runtime args, the kernel source under
 // #line, and the entry point: on the CPU a function that hands the runtime table in and the role
 // functions out; on CUDA a __global__ kernel that runs each role on its warps (cuda_device.h).
+#include <algorithm>
 #include <string>
 
 #include "tile/program_desc.h"
@@ -69,11 +70,23 @@ std::string generate_source(const Program::Desc& d, Target target) {
   s += "};\nstatic const KilnArgs& args() { return *reinterpret_cast<const KilnArgs*>(";
   s += cuda ? "kiln::tile::cuda::args()" : "kiln::tile::detail::rt->args()";
   s += "); }\n";
+  // on CUDA the roles are inlined into the kernel: called, a role keeps its values within the call
+  // ABI's registers (the layernorm backward's compute spilled at 64 registers; inlined it takes 96
+  // and spills nothing)
+  if (cuda) {
+    for (auto& r : d.dm_roles) s += "__forceinline__ void " + r + "();\n";
+    s += "__forceinline__ void " + d.compute_role + "();\n";
+  }
   s += "#line 1 " + quoted(d.file) + "\n" + d.source + "\n";
   s += "#line 1 \"<kiln tile entry>\"\n";
   if (cuda) {
-    s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(cuda_threads(d)) + ") " +
-         std::string(kCudaEntry) +
+    // as many cores per multiprocessor as their shared memory lets share one, so ptxas spends
+    // the registers that leaves (by default it aims at more blocks and spills)
+    const int64_t per_core =
+        static_cast<int64_t>(layout_cbs(d).total) + kStaticSharedReserve + kSharedKeptPerBlock;
+    const int64_t cores_per_sm = std::clamp<int64_t>(kSharedPerSM / per_core, 1, 2048 / cuda_threads(d));
+    s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(cuda_threads(d)) + ", " +
+         std::to_string(cores_per_sm) + ") " + std::string(kCudaEntry) +
          "(const __grid_constant__ kiln::tile::cuda_abi::Params params, "
          "const __grid_constant__ kiln::tile::cuda_abi::TensorMaps maps) {\n";
     s += "  kiln::tile::cuda::block_start(params, &maps);\n";

@@ -70,6 +70,8 @@ inline constexpr const char* kCudaEntry = "kiln_tile_main";
 inline constexpr size_t kBarrierBytesPerSlot = cuda_abi::kBarrierBytesPerSlot;
 inline constexpr size_t kCounterBytesPerWarp = 24;
 inline constexpr int64_t kStaticSharedReserve = 2048;  // cuda_device.h asserts its state fits
+// Shared memory of a Hopper multiprocessor, and what the GPU keeps of it per thread block.
+inline constexpr int64_t kSharedPerSM = 228 * 1024, kSharedKeptPerBlock = 1024;
 struct CBLayout {
   struct Ring {
     size_t barrier_offset;  // of full[slots] then empty[slots]

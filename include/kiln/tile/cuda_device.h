@@ -41,6 +41,7 @@ struct WarpCounters {
 struct BlockState {
   const cuda_abi::TensorMaps* maps;  // the kernel's tensor-map argument
   int core;
+  unsigned store_crossed;   // bit w: warp w's last store read what other warps write (compute_end)
   long long bcast[kRoles];  // a value the role's leader hands to the rest of the role
 };
 
@@ -861,12 +862,24 @@ inline void sem_mcast_set(int sem, abi::CoreRange r, long long v, abi::Loc at) {
 }
 
 // ---- compute helpers ----
-// Before a role computes on blocks: earlier writes by other threads of the role are visible (and
-// their reads of blocks this computation overwrites are done).
-inline void compute_begin() {
+// Before a role computes on blocks: the warp's earlier writes are visible to all its lanes; with
+// `sync`, or after a store that read across warps, the whole role's are (and its reads of blocks
+// this computation overwrites are done). kernel.h (Block::store) says when a store needs that.
+inline void compute_begin(bool sync) {
   trace(cuda_abi::kTraceStore, 0);
-  role_sync();
+  // lane 0 keeps the warp's bit (compute_end) and hands it to the other lanes
+  if (sync || (__shfl_sync(0xffffffffu, kiln_tile_block.store_crossed, 0) >> warp() & 1u))
+    role_sync();
+  else
+    __syncwarp();
   trace(cuda_abi::kTraceStoreBarrier, 0);
+}
+// How many of a thread's `per` evaluations a store does before it writes any: the largest divisor
+// of per up to `most` (no bounds test between them).
+constexpr int unroll_for(int per, int most) {
+  int u = most;
+  while (per % u != 0) u--;
+  return u;
 }
 // out[i * W + j] = f(i, j) for the H x W elements of a block, split over the role's threads
 // (consecutive threads take consecutive columns, so a warp covers 32 columns of one row). Each
@@ -878,7 +891,7 @@ inline void for_elements(T* out, F f) {
   if (is_compute() && n % step == 0) {
     // up to 8 elements per thread at a time, with no bounds test between them: the evaluations
     // (shuffles of row reductions included) interleave
-    constexpr int per = n / step, unroll = per % 8 == 0 ? 8 : per % 4 == 0 ? 4 : per % 2 == 0 ? 2 : 1;
+    constexpr int per = n / step, unroll = unroll_for(per, 8);
     for (int e0 = static_cast<int>(threadIdx.x); e0 < n; e0 += step * unroll) {
       T v[unroll];
 #pragma unroll
@@ -896,7 +909,7 @@ template <int H, int W, class T, class F, class Put>
 inline void for_elements4(T* out, F f, Put put) {
   constexpr int n = H * W / 4, step = kComputeThreads;
   if (is_compute() && n % step == 0) {
-    constexpr int per = n / step, unroll = per % 4 == 0 ? 4 : per % 2 == 0 ? 2 : 1;
+    constexpr int per = n / step, unroll = unroll_for(per, 4);
     for (int e0 = static_cast<int>(threadIdx.x); e0 < n; e0 += step * unroll) {
       decltype(f(0, 0)) v[unroll];
 #pragma unroll
@@ -908,9 +921,53 @@ inline void for_elements4(T* out, F f, Put put) {
     for (int e = role_rank(); e < n; e += role_size()) put(out + e * 4, f(e * 4 / W, e * 4 % W));
   }
 }
-// After a thread wrote a block: the writes are ordered before bulk copies out of it.
-inline void compute_end() {
+// Row-local blocks (rows a multiple of the compute warps, kernel.h: row_local): warp w evaluates
+// element rows w, w + warps, ..., each lane four consecutive columns 128 apart (W a multiple of 128),
+// up to eight evaluations before any store; f and put as in for_elements4.
+template <int H, int W, class T, class F, class Put>
+inline void for_rows4(T* out, F f, Put put) {
+  constexpr int per_row = W / 128, per = H / KILN_TILE_COMPUTE_WARPS * per_row, unroll = unroll_for(per, 8);
+  if (!is_compute()) {  // a data-movement role's store: one warp
+    for_elements4<H, W>(out, f, put);
+    return;
+  }
+  const int w = warp(), c0 = 4 * lane();
+  for (int u0 = 0; u0 < per; u0 += unroll) {
+    decltype(f(0, 0)) v[unroll];
+#pragma unroll
+    for (int u = 0; u < unroll; u++)
+      v[u] = f(w + (u0 + u) / per_row * KILN_TILE_COMPUTE_WARPS, c0 + (u0 + u) % per_row * 128);
+#pragma unroll
+    for (int u = 0; u < unroll; u++)
+      put(out + (w + (u0 + u) / per_row * KILN_TILE_COMPUTE_WARPS) * W + c0 + (u0 + u) % per_row * 128, v[u]);
+  }
+}
+// The same one element at a time (W a multiple of 32): lane l takes columns l, l + 32, ...
+template <int H, int W, class T, class F>
+inline void for_rows(T* out, F f) {
+  constexpr int per_row = W / 32, per = H / KILN_TILE_COMPUTE_WARPS * per_row, unroll = unroll_for(per, 8);
+  if (!is_compute()) {
+    for_elements<H, W>(out, f);
+    return;
+  }
+  const int w = warp(), c0 = lane();
+  for (int u0 = 0; u0 < per; u0 += unroll) {
+    T v[unroll];
+#pragma unroll
+    for (int u = 0; u < unroll; u++)
+      v[u] = f(w + (u0 + u) / per_row * KILN_TILE_COMPUTE_WARPS, c0 + (u0 + u) % per_row * 32);
+#pragma unroll
+    for (int u = 0; u < unroll; u++)
+      out[(w + (u0 + u) / per_row * KILN_TILE_COMPUTE_WARPS) * W + c0 + (u0 + u) % per_row * 32] = v[u];
+  }
+}
+// After a thread wrote a block: the writes are ordered before bulk copies out of it; `crossed`: the
+// store read across warps, so the next one starts with a barrier.
+inline void compute_end(bool crossed) {
   fence_async_shared();
+  const unsigned bit = 1u << warp();
+  if (lane() == 0 && ((kiln_tile_block.store_crossed & bit) != 0) != crossed)
+    atomicXor(&kiln_tile_block.store_crossed, bit);
   trace(cuda_abi::kTraceStoreEnd, 0);
 }
 
@@ -925,6 +982,7 @@ inline void block_start(const cuda_abi::Params& p, const cuda_abi::TensorMaps* m
   __syncthreads();
   if (threadIdx.x == 0) {
     kiln_tile_block.core = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x);
+    kiln_tile_block.store_crossed = 0;
     kiln_tile_block.maps = maps;
     for (int i = 0; i < p.ncbs; i++)
       for (unsigned s = 0; s < p.cbs[i].slots; s++) {

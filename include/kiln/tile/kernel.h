@@ -168,9 +168,24 @@ inline void store4(bf16* p, const F4& x) {
       B4Mem{{from_f32<bf16>(x.v[0]), from_f32<bf16>(x.v[1]), from_f32<bf16>(x.v[2]), from_f32<bf16>(x.v[3])}};
 }
 
-template <class T, int R, int C, int TH>
+// Where a store's evaluation of element (i, j) reads an operand (GPU stores): at (i, j) itself, in
+// element row i, or anywhere. On a GPU, stores split a block's elements over the compute warps
+// (cuda::for_elements): an element (i, j) of a block is written by the same thread in every store
+// into that block, and a "row-local" block's element row i by warp i % compute warps. A store
+// needs a barrier over the compute warps only where it reads what another warp may have written:
+// a block the role stored into, read anywhere but at the element itself, unless both it and the
+// destination are row-local and the read stays in the row. Blocks taken with wait() came through
+// the CB protocol (every warp waited for them) and need none.
+enum Reach { kAtElement, kInRow, kAnywhere };
+constexpr bool row_local(int height, int width, int warps) { return width == kTile || height % warps == 0; }
+
+template <class T, int R, int C, int TH, bool Waited = false>
 struct BoundBlock {  // a block's memory during one store
   static constexpr int rows = R, cols = C, th = TH;
+  static constexpr bool crosses(Reach r, bool dest_row_local, int warps) {
+    return !Waited && r != kAtElement &&
+           (r == kAnywhere || !dest_row_local || !row_local(R * TH, C * kTile, warps));
+  }
   const T* p;
   float at(int i, int j) const { return to_f32(p[i * (C * kTile) + j]); }
   F4 at4(int i, int j) const { return load4(p + i * (C * kTile) + j); }
@@ -180,6 +195,7 @@ struct Const {
   static constexpr int rows = 0, cols = 0, th = 0;
   float v;
   Const bind(abi::Loc) const { return *this; }
+  static constexpr bool crosses(Reach, bool, int) { return false; }
   float at(int, int) const { return v; }
   F4 at4(int, int) const { return splat(v); }
 };
@@ -202,6 +218,7 @@ struct Binary {
     auto bb = b.bind(l);
     return Binary<Op, decltype(ba), decltype(bb)>{ba, bb};
   }
+  static constexpr bool crosses(Reach r, bool d, int w) { return A::crosses(r, d, w) || B::crosses(r, d, w); }
   float at(int i, int j) const { return Op::apply(a.at(i, j), b.at(i, j)); }
   F4 at4(int i, int j) const {
     F4 x = a.at4(i, j), y = b.at4(i, j);
@@ -218,6 +235,7 @@ struct Unary {
     auto ba = a.bind(l);
     return Unary<Op, decltype(ba)>{ba};
   }
+  static constexpr bool crosses(Reach r, bool d, int w) { return A::crosses(r, d, w); }
   float at(int i, int j) const { return Op::apply(a.at(i, j)); }
   F4 at4(int i, int j) const {
     F4 x = a.at4(i, j);
@@ -236,6 +254,9 @@ struct Bcast {
   auto bind(abi::Loc l) const {
     auto ba = a.bind(l);
     return Bcast<Dim0, Dim1, decltype(ba)>{ba};
+  }
+  static constexpr bool crosses(Reach r, bool d, int w) {  // element column 0 of the row, or row 0
+    return A::crosses(Dim0 || r == kAnywhere ? kAnywhere : kInRow, d, w);
   }
   float at(int i, int j) const { return a.at(Dim0 ? 0 : i, Dim1 ? 0 : j); }
   F4 at4(int i, int j) const {
@@ -259,6 +280,9 @@ struct Reduce {
   auto bind(abi::Loc l) const {
     auto ba = a.bind(l);
     return Reduce<Dim, Max, decltype(ba)>{ba};
+  }
+  static constexpr bool crosses(Reach r, bool d, int w) {  // the element's row, or its column
+    return A::crosses(Dim == 0 || r == kAnywhere ? kAnywhere : kInRow, d, w);
   }
   static float combine(float acc, float v) { return Max ? (v > acc || v != v ? v : acc) : acc + v; }
   float at(int i, int j) const {
@@ -321,6 +345,7 @@ struct Matmul {
     auto bb = b.bind(l);
     return Matmul<decltype(ba), decltype(bb)>{ba, bb, where};
   }
+  static constexpr bool crosses(Reach, bool, int) { return true; }  // and a mapping of its own (matmul_rows)
   float at(int i, int j) const {  // generic path (matmul inside a larger expression)
     float acc = 0;
     for (int k = 0; k < A::cols * kTile; k++) acc += a.at(i, k) * b.at(k, j);
@@ -455,7 +480,8 @@ auto matmul(const A& a, const B& b, KILN_TILE_LOC) {
 }
 
 // ---- blocks and circular buffers ----
-template <class T, int R, int C, int TH = kTile>
+// Waited: taken from its CB with wait() (filled by another role, or by this one through the CB).
+template <class T, int R, int C, int TH = kTile, bool Waited = false>
 class Block {
  public:
   static_assert(R > 0 && C > 0, "kiln.tile: a block has at least one tile in each dimension");
@@ -482,15 +508,27 @@ class Block {
       matmul_rows(bound, out, false);
     } else {
 #ifdef KILN_TILE_CUDA
-      cuda::compute_begin();
-      if constexpr (width % 128 == 0)  // a warp's 32 threads cover 128 columns of one row
+      // a barrier before: where it reads what other warps wrote, or writes a block every warp may
+      // have read anywhere; one after (at the next store): where other warps may still read what
+      // it overwrites next
+      constexpr int warps = KILN_TILE_COMPUTE_WARPS;
+      constexpr bool rows = detail::row_local(height, width, warps);
+      constexpr bool crosses = decltype(bound)::crosses(detail::kAtElement, rows, warps);
+      cuda::compute_begin(crosses || Waited);
+      if constexpr (rows && width % 128 == 0)
+        cuda::for_rows4<height, width>(
+            out, [&](int i, int j) { return bound.at4(i, j); },
+            [](T* p, const detail::F4& v) { detail::store4(p, v); });
+      else if constexpr (rows && width != kTile)
+        cuda::for_rows<height, width>(out, [&](int i, int j) { return detail::from_f32<T>(bound.at(i, j)); });
+      else if constexpr (width % 128 == 0)  // a warp's 32 threads cover 128 columns of one row
         cuda::for_elements4<height, width>(
             out, [&](int i, int j) { return bound.at4(i, j); },
             [](T* p, const detail::F4& v) { detail::store4(p, v); });
       else
         cuda::for_elements<height, width>(out,
                                           [&](int i, int j) { return detail::from_f32<T>(bound.at(i, j)); });
-      cuda::compute_end();
+      cuda::compute_end(crosses || Waited);
 #else
       for (int i = 0; i < height; i++)
         for (int j = 0; j < width; j++) out[i * width + j] = detail::from_f32<T>(bound.at(i, j));
@@ -506,7 +544,7 @@ class Block {
     matmul_rows(bound, data(1, m.where), true);
   }
   // Binds this block for reading inside an expression (checks it is readable now).
-  detail::BoundBlock<T, R, C, TH> bind(abi::Loc l) const { return {data(0, l)}; }
+  detail::BoundBlock<T, R, C, TH, Waited> bind(abi::Loc l) const { return {data(0, l)}; }
 
  private:
   T* data(int write, abi::Loc l) const { return static_cast<T*>(KILN_TILE_RT(block_data)(ref_, write, l)); }
@@ -517,14 +555,14 @@ class Block {
 #ifdef KILN_TILE_CUDA
     // one output element per thread at a time, k in the same order as the CPU path; a(i, k) is a
     // shared-memory broadcast and b(k, j) is read by consecutive threads from consecutive banks
-    cuda::compute_begin();
+    cuda::compute_begin(true);
     for (int e = cuda::role_rank(); e < height * width; e += cuda::role_size()) {
       int i = e / width, j = e % width;
       float acc = accumulate ? detail::to_f32(out[e]) : 0.0f;
       for (int k = 0; k < K; k++) acc += m.a.at(i, k) * m.b.at(k, j);
       out[e] = detail::from_f32<T>(acc);
     }
-    cuda::compute_end();
+    cuda::compute_end(true);
 #else
     float row[width];
     for (int i = 0; i < height; i++) {
@@ -542,10 +580,10 @@ class Block {
 
 // A block that pushes (producer) or pops (consumer) when it goes out of scope.
 template <class CBT, bool Producer>
-class ScopedBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols, CBT::th> {
+class ScopedBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols, CBT::th, !Producer> {
  public:
   ScopedBlock(abi::BlockRef ref, abi::Loc l)
-      : Block<typename CBT::value_type, CBT::rows, CBT::cols, CBT::th>(ref), loc_(l) {}
+      : Block<typename CBT::value_type, CBT::rows, CBT::cols, CBT::th, !Producer>(ref), loc_(l) {}
   ScopedBlock(const ScopedBlock&) = delete;
   ScopedBlock& operator=(const ScopedBlock&) = delete;
   ~ScopedBlock() {
@@ -586,14 +624,15 @@ template <class T, int R, int C, int Id, int TH = kTile>
 struct CB {
   using value_type = T;
   using block_type = Block<T, R, C, TH>;
+  using waited_type = Block<T, R, C, TH, true>;
   static constexpr int rows = R, cols = C, id = Id, th = TH;
 
   block_type reserve(KILN_TILE_LOC) const {
     return block_type(KILN_TILE_RT(cb_reserve)(id, detail::loc(line, file)));
   }
   void push(KILN_TILE_LOC) const { KILN_TILE_RT(cb_push)(id, detail::loc(line, file)); }
-  block_type wait(KILN_TILE_LOC) const {
-    return block_type(KILN_TILE_RT(cb_wait)(id, detail::loc(line, file)));
+  waited_type wait(KILN_TILE_LOC) const {
+    return waited_type(KILN_TILE_RT(cb_wait)(id, detail::loc(line, file)));
   }
   void pop(KILN_TILE_LOC) const { KILN_TILE_RT(cb_pop)(id, detail::loc(line, file)); }
   ScopedBlock<CB, true> scoped_reserve(KILN_TILE_LOC) const {
@@ -648,25 +687,25 @@ struct Transfer {
 
 // tensor slice -> block; the slice must have the block's shape in tiles (tile accessors) or fit in
 // it (element accessors); elements outside the tensor or the slice read as `pad`.
-template <class T, int R, int C, int TH>
-Transfer dma(const TensorSlice<T>& src, const Block<T, R, C, TH>& dst, float pad, KILN_TILE_LOC) {
+template <class T, int R, int C, int TH, bool W>
+Transfer dma(const TensorSlice<T>& src, const Block<T, R, C, TH, W>& dst, float pad, KILN_TILE_LOC) {
   return Transfer{KILN_TILE_RT(dma_read)(src.tensor, src.s, dst.ref(), pad, detail::loc(line, file))};
 }
-template <class T, int R, int C, int TH>
-Transfer dma(const TensorSlice<T>& src, const Block<T, R, C, TH>& dst, KILN_TILE_LOC) {
+template <class T, int R, int C, int TH, bool W>
+Transfer dma(const TensorSlice<T>& src, const Block<T, R, C, TH, W>& dst, KILN_TILE_LOC) {
   return Transfer{KILN_TILE_RT(dma_read)(src.tensor, src.s, dst.ref(), 0.0f, detail::loc(line, file))};
 }
 // block -> tensor slice; only the part of the slice inside the tensor is written.
-template <class T, int R, int C, int TH>
-Transfer dma(const Block<T, R, C, TH>& src, const TensorSlice<T>& dst, KILN_TILE_LOC) {
+template <class T, int R, int C, int TH, bool W>
+Transfer dma(const Block<T, R, C, TH, W>& src, const TensorSlice<T>& dst, KILN_TILE_LOC) {
   return Transfer{KILN_TILE_RT(dma_write)(src.ref(), dst.tensor, dst.s, detail::loc(line, file))};
 }
 
 // ---- cross-core (2D grids only) ----
 // Copies `src` into the block each core of `range` (this core excluded) reserved in `dst` and
 // handed to mcast_receive(); waits until every receiver is ready.
-template <class T, int R, int C, int TH, int Id>
-Transfer mcast(const Block<T, R, C, TH>& src, const CB<T, R, C, Id, TH>& dst, CoreRange range,
+template <class T, int R, int C, int TH, int Id, bool W>
+Transfer mcast(const Block<T, R, C, TH, W>& src, const CB<T, R, C, Id, TH>& dst, CoreRange range,
                KILN_TILE_LOC) {
   static_assert(detail::kGrid2D<T>,
                 "kiln.tile: multicast needs a 2D grid (Grid::grid2d); this program runs on a "
@@ -674,8 +713,8 @@ Transfer mcast(const Block<T, R, C, TH>& src, const CB<T, R, C, Id, TH>& dst, Co
   return Transfer{KILN_TILE_RT(mcast)(src.ref(), dst.id, range, detail::loc(line, file))};
 }
 // Marks a reserved block as the destination of a multicast; wait() returns when it arrived.
-template <class T, int R, int C, int TH>
-Transfer mcast_receive(const Block<T, R, C, TH>& dst, KILN_TILE_LOC) {
+template <class T, int R, int C, int TH, bool W>
+Transfer mcast_receive(const Block<T, R, C, TH, W>& dst, KILN_TILE_LOC) {
   static_assert(detail::kGrid2D<T>,
                 "kiln.tile: multicast needs a 2D grid (Grid::grid2d); this program runs on a "
                 "plain core count without topology");

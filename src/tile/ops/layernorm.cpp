@@ -59,6 +59,10 @@ namespace ops {
 // 32768 x 768).
 constexpr int kComputeWarps = 8;
 
+// Compute warps for the rows kernels' blocks of `br` rows: where each warp owns whole rows (br a
+// multiple of the warps), their stores need no barrier between warps (kernel.h: row_local).
+int rows_compute_warps(int br) { return br >= 8 ? 8 : br >= 4 ? 4 : kComputeWarps; }
+
 // CB memory per core that lets two cores share a GPU multiprocessor (228 KB of shared memory on an
 // H100 or H200, each block also holding the runtime's 2 KB and 1 KB the GPU keeps): twice the warps
 // to hide each other's waits (measured on an H200: the rows forward at 1 core per SM issued one
@@ -97,7 +101,7 @@ Program layernorm_forward_program(const Tensor& x, const Tensor& weight, const T
   int64_t CT = tiles(C);
   const Tensor valid = constant_row(1.0, C, t, x.device());
   auto rows_cbs = [&](Program& p, int br, int slots) {
-    p.gpu_compute_warps(kComputeWarps);
+    p.gpu_compute_warps(rows_compute_warps(br));
     p.cb("x_cb", 1, CT, t, slots, br).cb("out_cb", 1, CT, t, 2, br);
     p.cb("w_cb", 1, CT, t, 1, 1).cb("b_cb", 1, CT, t, 1, 1);  // row vectors, kept
     p.cb("valid_cb", 1, C % kTileSize ? CT : 1, t, 1, 1);     // the column mask, where C needs one
@@ -149,7 +153,7 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
   int64_t CT = tiles(C);
   const int cores = grid.size();
   auto rows_cbs = [&](Program& p, int br, int slots) {
-    p.gpu_compute_warps(kComputeWarps);
+    p.gpu_compute_warps(rows_compute_warps(br));
     p.cb("x_cb", 1, CT, t, slots, br).cb("dout_cb", 1, CT, t, slots, br).cb("dx_cb", 1, CT, t, 2, br);
     p.cb("mean_cb", 1, 1, f32, slots, br).cb("rstd_cb", 1, 1, f32, slots, br);
     p.cb("w_cb", 1, CT, t, 1, 1);  // a row vector, kept
