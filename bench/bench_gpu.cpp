@@ -205,19 +205,24 @@ void g7() {
          kernels_of(fb));
 }
 
-// The tile kernels (kernels/) on the GPU for G1, G2 and G3: wall time of a whole synchronized call.
-Timing time_wall(const std::function<void()>& fn, int reps = 20, int warmup = 3) {
+// The tile kernels (kernels/) on the GPU for G1, G2 and G3, timed as torch_anchors.py times
+// PyTorch: device events recorded before and after the call (its host work up to the last launch
+// included), median of `reps`; and the wall time of the call with the wait for its end.
+Timing time_events(const std::function<void()>& fn, int reps = 30, int warmup = 3) {
   for (int i = 0; i < warmup; i++) fn();
   synchronize(gpu);
-  std::vector<double> wall;
+  std::vector<double> events, wall;
   for (int i = 0; i < reps; i++) {
     auto t0 = std::chrono::steady_clock::now();
+    runtime::cuda::timer_start(0);
     fn();
-    synchronize(gpu);
+    events.push_back(runtime::cuda::timer_stop_ms(0));
     wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3);
   }
+  synchronize(gpu);  // the launches' error logs
+  std::sort(events.begin(), events.end());
   std::sort(wall.begin(), wall.end());
-  return {wall[wall.size() / 2], wall[wall.size() / 2]};
+  return {events[events.size() / 2], wall[wall.size() / 2]};
 }
 
 // `grid`: the backward's 2D grid over rows (all cores resident at once: 2 per SM fit where the rows
@@ -233,7 +238,7 @@ void tile_layernorm(int64_t N, int64_t C, bool fwdbwd, tile::Grid grid_rows, boo
         F::layer_norm(x.slice(0, 0, 16).to(Device::cpu()), {C}, w.to(Device::cpu()), bb.to(Device::cpu()));
     check("G2 tile", rel_err(f.out.slice(0, 0, 16).to(Device::cpu()), ref), 1e-5);
     report("G2", ("layernorm_fwd_" + shape).c_str(),
-           time_wall([&] { tile::layernorm_forward(x, w, bb, 1e-5, cores); }), 2.0 * N * C * 4, 0, 1);
+           time_events([&] { tile::layernorm_forward(x, w, bb, 1e-5, cores); }), 2.0 * N * C * 4, 0, 1);
   }
   // the weight-gradient strategies against each other: backward alone (reads x, dy; writes dx),
   // and with the forward (G3)
@@ -255,14 +260,14 @@ void tile_layernorm(int64_t N, int64_t C, bool fwdbwd, tile::Grid grid_rows, boo
       tile::layernorm_backward(dy, x, w, f.mean, f.rstd, Tensor(), Tensor(), strategy, grid);
     };
     bwd();
-    report("G3", ("layernorm_bwd_" + shape + "_" + name).c_str(), time_wall(bwd, 10, 2), 3.0 * N * C * 4, 0,
+    report("G3", ("layernorm_bwd_" + shape + "_" + name).c_str(), time_events(bwd, 30), 3.0 * N * C * 4, 0,
            1);
     if (!fwdbwd || strategy == tile::WeightGrads::SingleCore) continue;
     auto fb = [&] {
       auto fw = tile::layernorm_forward(x, w, bb, 1e-5, cores);
       tile::layernorm_backward(dy, x, w, fw.mean, fw.rstd, Tensor(), Tensor(), strategy, grid);
     };
-    report("G3", ("layernorm_fwdbwd_" + shape + "_" + name).c_str(), time_wall(fb, 10, 2), 5.0 * N * C * 4, 0,
+    report("G3", ("layernorm_fwdbwd_" + shape + "_" + name).c_str(), time_events(fb, 30), 5.0 * N * C * 4, 0,
            2);
   }
 }
@@ -281,7 +286,7 @@ void tile_kernels() {
       Tensor y = tile::mul_add_tanh(a, b, c, split, cores);
       check(name, rel_err(y.slice(0, 0, 64).to(Device::cpu()), ref), 1e-5);
       report("G1", (std::string("eltwise_bcast_8192x8192_f32_") + name).c_str(),
-             time_wall([&] { tile::mul_add_tanh(a, b, c, split, cores); }), 3.0 * R * C * 4, 0, 1);
+             time_events([&] { tile::mul_add_tanh(a, b, c, split, cores); }), 3.0 * R * C * 4, 0, 1);
     }
   }
 }

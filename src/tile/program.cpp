@@ -197,7 +197,7 @@ void Program::run() {
   if (gpu && cpu_input)
     fail(*d_, "inputs on the CPU and on " + gpu->str() + ": move them to one device (Tensor::to)");
   if (gpu)
-    cuda::launch(*d_, gpu->index);
+    cuda::launch(d_, gpu->index);
   else
     cpu::launch(*d_);
 }

@@ -111,8 +111,9 @@ void launch(Program::Desc& d);
 }  // namespace cpu
 
 namespace cuda {
-// Compiles (cached) and runs the program on a GPU, cuda:ordinal (src/tile/cuda/launch.cpp).
-void launch(Program::Desc& d, int ordinal);
+// Compiles (cached) and queues the program on a GPU, cuda:ordinal (src/tile/cuda/launch.cpp); its
+// errors surface when the host next waits for the device (src/tile/cuda/in_flight.cpp).
+void launch(const std::shared_ptr<Program::Desc>& d, int ordinal);
 }  // namespace cuda
 
 }  // namespace kiln::tile

@@ -398,9 +398,16 @@ void writer() {
   Program p("deadlock_gpu", src, Grid::cores(2));
   p.input("x", on(tile_input({64, 64}, 71), Device::cuda())).output("y", {64, 64}, DType::F32);
   p.cb("x_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
-  std::string first = error_of([&] { p.run(); });  // compiles, then deadlocks
+  const Device gpu = Device::cuda();
+  std::string first = error_of([&] {  // compiles, then deadlocks
+    p.run();
+    synchronize(gpu);
+  });
   auto start = std::chrono::steady_clock::now();
-  std::string err = error_of([&] { p.run(); });
+  // a launch returns once its kernel is queued; the error surfaces where the host next waits for
+  // the device (here a copy back)
+  EXPECT_NO_THROW(p.run());
+  std::string err = error_of([&] { on(tile_input({4, 4}, 3), gpu).to(Device::cpu()); });
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   unsetenv("KILN_TILE_TIMEOUT_MS");
   EXPECT_EQ(first, err);
@@ -413,7 +420,10 @@ void writer() {
   Program ok = add_program(on(tile_input({32, 32}, 1), Device::cuda()),
                            on(tile_input({32, 32}, 2), Device::cuda()), 1, 1, 1, DType::F32);
   ok.set_runtime_args(0, {0, 1, 0, 1});
-  EXPECT_NO_THROW(ok.run());
+  EXPECT_NO_THROW({
+    ok.run();
+    synchronize(gpu);
+  });
 }
 
 TEST(TileCuda, OutOfRangeSliceIsAnErrorNotAFault) {
@@ -436,7 +446,10 @@ void writer() {
   Program p("bad_slice_gpu", src, Grid::cores(1));
   p.input("x", on(tile_input({64, 64}, 72), Device::cuda())).output("y", {64, 64}, DType::F32);
   p.cb("x_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
-  std::string err = error_of([&] { p.run(); });
+  std::string err = error_of([&] {
+    p.run();
+    synchronize(Device::cuda());
+  });
   EXPECT_NE(
       err.find(
           "kiln.tile: kernel 'bad_slice_gpu' on the GPU core 0 reader: dma between tensor 'x' slice (row 5"),

@@ -83,6 +83,7 @@ Loaded load() {
   bind(cu, a.cuFuncSetAttribute, "cuFuncSetAttribute", missing);
   bind(cu, a.cuLaunchKernel, "cuLaunchKernel", missing);
   a.cuStreamQuery = reinterpret_cast<decltype(a.cuStreamQuery)>(dlsym(cu, "cuStreamQuery"));
+  a.cuEventQuery = reinterpret_cast<decltype(a.cuEventQuery)>(dlsym(cu, "cuEventQuery"));
   a.cuLaunchCooperativeKernel =
       reinterpret_cast<decltype(a.cuLaunchCooperativeKernel)>(dlsym(cu, "cuLaunchCooperativeKernel"));
   a.cuLaunchKernelEx = reinterpret_cast<decltype(a.cuLaunchKernelEx)>(dlsym(cu, "cuLaunchKernelEx"));

@@ -75,6 +75,7 @@ struct Api {
   int (*cuStreamCreate)(CUstream*, unsigned);
   int (*cuStreamSynchronize)(CUstream);
   int (*cuStreamQuery)(CUstream);  // optional (null when missing)
+  int (*cuEventQuery)(CUevent);    // optional (null when missing)
   int (*cuEventCreate)(CUevent*, unsigned);
   int (*cuEventRecord)(CUevent, CUstream);
   int (*cuEventSynchronize)(CUevent);

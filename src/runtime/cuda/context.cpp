@@ -1,6 +1,7 @@
 // CUDA contexts and streams (see context.h).
 #include "runtime/cuda/context.h"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -62,7 +63,17 @@ Context& context(int ordinal) {
   return *c;
 }
 
+namespace {
+std::atomic<FinishQueued> finish_hook{nullptr};
+}  // namespace
+
+void set_finish_queued(FinishQueued finish) { finish_hook = finish; }
+void finish_queued(int ordinal) {
+  if (FinishQueued f = finish_hook.load()) f(ordinal);
+}
+
 void synchronize(int ordinal) {
+  finish_queued(ordinal);
   Context& c = context(ordinal);
   check(c.api->cuStreamSynchronize(c.stream), "cuStreamSynchronize");
 }

@@ -25,6 +25,12 @@ struct Context {
 Context& context(int ordinal);
 // Waits for the device's stream.
 void synchronize(int ordinal);
+// Work queued without waiting whose outcome is read back later (the tile launches' error logs):
+// `finish` waits for it and throws its errors. synchronize, upload and download call it first, so
+// a failure surfaces at the next point the host waits for the device.
+using FinishQueued = void (*)(int ordinal);
+void set_finish_queued(FinishQueued finish);
+void finish_queued(int ordinal);
 // Device time of the work queued on the stream between timer_start and timer_stop_ms (which waits).
 void timer_start(int ordinal);
 double timer_stop_ms(int ordinal);

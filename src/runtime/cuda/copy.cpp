@@ -39,6 +39,7 @@ Staging& staging(Context& c) {
 
 void upload(int ordinal, CUdeviceptr dst, const void* src, size_t bytes) {
   if (!bytes) return;
+  finish_queued(ordinal);
   Context& c = context(ordinal);
   Staging& s = staging(c);
   std::lock_guard<std::mutex> l(s.mu);
@@ -54,6 +55,7 @@ void upload(int ordinal, CUdeviceptr dst, const void* src, size_t bytes) {
 
 void download(int ordinal, void* dst, CUdeviceptr src, size_t bytes) {
   if (!bytes) return;
+  finish_queued(ordinal);
   Context& c = context(ordinal);
   Staging& s = staging(c);
   std::lock_guard<std::mutex> l(s.mu);

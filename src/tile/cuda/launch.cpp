@@ -1,15 +1,14 @@
 // Launches a tile program on a GPU: lays out each core's CB rings in shared memory, binds the
 // tensors (inputs moved to the device when they are elsewhere, outputs zero-filled there), fills
 // one device scratch allocation (launch parameters, runtime args, semaphores, multicast counters
-// and mailboxes, the error log), launches one thread block per core and turns the error log into a
-// kiln::Error. Programs that talk across cores (semaphores, or any 2D grid, which may multicast)
-// need every core resident at once: they go through a cooperative launch, which the driver refuses
-// when the grid does not fit instead of letting it hang.
-#include <chrono>
+// and mailboxes, the error log), queues one thread block per core and the check of the error log
+// (src/tile/cuda/in_flight.cpp: a failed launch's kiln::Error surfaces when the host next waits). Programs
+// that talk across cores (semaphores, or any 2D grid, which may multicast) need every core resident at once:
+// they go through a cooperative launch, which the driver refuses when the grid does not fit instead of
+// letting it hang.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 
 #include "ir/node.h"
 #include "kiln/debug.h"
@@ -27,7 +26,6 @@ namespace rc = runtime::cuda;
 using cuda_abi::Params;
 
 constexpr int kAttrMaxDynamicShared = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-constexpr int kErrorNotReady = 600;       // CUDA_ERROR_NOT_READY
 constexpr int kErrorCoopTooLarge = 720;   // CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
 
 [[noreturn]] void fail(const Program::Desc& d, const std::string& msg) {
@@ -63,57 +61,6 @@ void check_limits(const Program::Desc& d) {
   if (cuda_threads(d) > 1024)
     fail(d, std::to_string(d.dm_roles.size()) + " data-movement roles (a warp each, plus " +
                 std::to_string(cuda_compute_warps(d)) + " compute warps) exceed 1024 threads per block");
-}
-
-// Waits for the kernel; a kernel still running long after its own watchdog should have stopped it
-// is reported instead of hanging the process (the device stays busy with it).
-// Polls without sleeping for the first millisecond (most kernels are done by then), then every
-// 200 us.
-void wait_for_kernel(const Program::Desc& d, rc::Context& c, long long timeout) {
-  if (c.api->cuStreamQuery) {
-    auto start = std::chrono::steady_clock::now();
-    auto limit = std::chrono::milliseconds(4 * timeout + 30000);
-    int r;
-    while ((r = c.api->cuStreamQuery(c.stream)) == kErrorNotReady) {
-      auto waited = std::chrono::steady_clock::now() - start;
-      if (waited > limit)
-        fail(d, "the kernel is still running " + std::to_string(limit.count() / 1000) +
-                    " s after its launch although its watchdog stops every wait after " +
-                    std::to_string(timeout) +
-                    " ms: a hang outside the watched waits (a bug in kiln's CUDA tile backend)");
-      if (waited > std::chrono::milliseconds(1))
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      else
-        std::this_thread::yield();
-    }
-    if (r != 0) rc::check(r, ("the tile kernel '" + d.name + "'").c_str());
-    return;
-  }
-  rc::check(c.api->cuStreamSynchronize(c.stream), ("the tile kernel '" + d.name + "'").c_str());
-}
-
-// Pinned host memory for one launch at a time per thread: the runtime args going up and the error
-// log's first two words (count, abort) coming back.
-struct Pinned {
-  void* args = nullptr;
-  size_t capacity = 0;
-  unsigned* log_head = nullptr;
-};
-
-Pinned& pinned(rc::Context& c, size_t arg_bytes) {
-  thread_local Pinned p;
-  if (!p.log_head) {
-    void* h;
-    rc::check(c.api->cuMemHostAlloc(&h, 64, 0), "cuMemHostAlloc");
-    p.log_head = static_cast<unsigned*>(h);
-  }
-  if (p.capacity < arg_bytes) {
-    if (p.args) c.api->cuMemFreeHost(p.args);
-    size_t n = std::max<size_t>(arg_bytes, 4096);
-    rc::check(c.api->cuMemHostAlloc(&p.args, n, 0), "cuMemHostAlloc");
-    p.capacity = n;
-  }
-  return p;
 }
 
 // Tensor maps for the bulk tensor copy engine: for every tile-indexed tensor whose rows it can
@@ -183,7 +130,8 @@ bool launch_in_clusters(rc::Context& c, runtime::cuda::CUfunction f, unsigned gx
 
 }  // namespace
 
-void launch(Program::Desc& d, int ordinal) {
+void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
+  Program::Desc& d = *desc;
   check_limits(d);
   rc::Context& c = rc::context(ordinal);
   const Device dev = Device::cuda(ordinal);
@@ -272,9 +220,9 @@ void launch(Program::Desc& d, int ordinal) {
   const unsigned long long base = reinterpret_cast<unsigned long long>(scratch->data);
   rc::check(c.api->cuMemsetD8Async(base, 0, off, c.stream), "cuMemsetD8Async");
 
-  // runtime args go up from pinned memory, queued like the rest; the header of the error log
+  // runtime args go up from a pinned slot, queued like the rest; the header of the error log
   // comes back the same way after the kernel
-  Pinned& host = pinned(c, (static_cast<size_t>(cores) * d.arg_names.size() + 1) * sizeof(long long));
+  LaunchSlot host = take_slot(c, static_cast<size_t>(cores) * d.arg_names.size() * sizeof(long long));
   long long* args = static_cast<long long*>(host.args);
   for (int core = 0; core < cores; core++)
     for (size_t a = 0; a < d.arg_names.size(); a++)
@@ -326,19 +274,17 @@ void launch(Program::Desc& d, int ordinal) {
   stats().tile_launches++;
   rc::check(c.api->cuMemcpyDtoHAsync(host.log_head, base + at_log, sizeof(unsigned) * 2, c.stream),
             "cuMemcpyDtoHAsync");
-  wait_for_kernel(d, c, timeout);
+  queue_check(c, host, desc, std::move(inputs), scratch, at_log, timeout);
   if (tracing) {  // printed before any error: the timeline of a deadlock is worth seeing too
+    auto read = [&](void* to, size_t at, size_t bytes) {  // not through download: it would check first
+      rc::check(c.api->cuMemcpyDtoHAsync(to, base + at, bytes, c.stream), "cuMemcpyDtoHAsync");
+      rc::check(c.api->cuStreamSynchronize(c.stream), ("the tile kernel '" + d.name + "'").c_str());
+    };
     unsigned long long recorded = 0;
-    rc::download(ordinal, &recorded, base + at_trace, 8);
+    read(&recorded, at_trace, 8);
     std::vector<unsigned long long> recs(std::min<unsigned long long>(recorded, kTraceCap));
-    if (!recs.empty()) rc::download(ordinal, recs.data(), base + at_trace + 8, recs.size() * 8);
+    if (!recs.empty()) read(recs.data(), at_trace + 8, recs.size() * 8);
     std::fprintf(stderr, "%s", describe_trace(d, traced, recs, recorded).c_str());
-  }
-
-  if (host.log_head[0] != 0) {  // records: fetch the whole log
-    cuda_abi::ErrorLog log;
-    rc::download(ordinal, &log, base + at_log, sizeof log);
-    if (std::string msg = describe_errors(d, log, timeout); !msg.empty()) throw Error(msg);
   }
 
   for (size_t i = 0; i < d.tensors.size(); i++) {

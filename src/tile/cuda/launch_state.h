@@ -1,11 +1,14 @@
 // The CUDA backend of tile programs: compiling a program for the GPU and reading back the error
 // log its kernel writes (the launch itself is src/tile/cuda/launch.cpp).
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "kiln/tile/cuda_abi.h"
+#include "runtime/buffer.h"
 #include "runtime/cuda/api.h"
+#include "runtime/cuda/context.h"
 #include "tile/program_desc.h"
 
 namespace kiln::tile::cuda {
@@ -22,6 +25,21 @@ std::string describe_errors(const Program::Desc& d, const cuda_abi::ErrorLog& lo
 std::string role_name(const Program::Desc& d, int role);
 std::string cb_name(const Program::Desc& d, int i);
 std::string semaphore_name(const Program::Desc& d, int i);
+// Launches in flight (src/tile/cuda/in_flight.cpp). A launch takes a pinned slot for its runtime
+// args going up and its error log's first words coming back, queues its work, then queue_check;
+// the launch is checked once its kernel ran, at the latest by finish (which every wait of the host
+// for the device calls), and a failed one's error thrown there.
+struct LaunchSlot {
+  int index;
+  unsigned* log_head;  // the error log's count and abort flag, after the kernel
+  void* args;
+};
+LaunchSlot take_slot(runtime::cuda::Context& c, size_t arg_bytes);
+void queue_check(runtime::cuda::Context& c, const LaunchSlot& slot, std::shared_ptr<Program::Desc> desc,
+                 std::vector<Tensor> inputs, std::shared_ptr<Buffer> scratch, size_t at_log,
+                 long long timeout_ms);
+// Waits for cuda:ordinal's launches in flight; throws the first failed one's error.
+void finish(int ordinal);
 // The summary of a KILN_TILE_TRACE timeline: the records kept (in any order) and how many the
 // kernel made (src/tile/cuda/trace.cpp).
 std::string describe_trace(const Program::Desc& d, int core, const std::vector<unsigned long long>& records,

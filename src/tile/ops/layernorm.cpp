@@ -75,12 +75,8 @@ struct RowBlocks {
   int rows = 0, slots = 2;
 };
 
-// The most rows of 16, 8, 4, 2, 1 whose blocks stay within 32 KB and whose CBs, streamed inputs
-// double-buffered, fit two cores per SM, else one core per SM (kCBBudget); then three slots of the
-// streamed inputs where that size still fits the same budget. declare(p, rows, slots) declares the
-// CBs on a scratch program.
 template <class Declare>
-RowBlocks row_blocks(int64_t row_bytes, Declare declare) {
+RowBlocks search_row_blocks(int64_t row_bytes, Declare declare) {
   auto fits = [&](int br, int slots, int64_t budget) {
     Program p("cb_budget", "", Grid::cores(1));
     declare(p, br, slots);
@@ -92,6 +88,25 @@ RowBlocks row_blocks(int64_t row_bytes, Declare declare) {
       if (fits(br, 2, budget)) return {br, fits(br, 3, budget) ? 3 : 2};
     }
   return {};
+}
+
+// The most rows of 16, 8, 4, 2, 1 whose blocks stay within 32 KB and whose CBs, streamed inputs
+// double-buffered, fit two cores per SM, else one core per SM (kCBBudget); then three slots of the
+// streamed inputs where that size still fits the same budget. declare(p, rows, slots) declares the
+// CBs on a scratch program; the answer is kept per `key` (the kernel and what sizes its CBs), so a
+// call after the first builds no scratch programs.
+template <class Declare>
+RowBlocks row_blocks(const std::string& key, int64_t row_bytes, Declare declare) {
+  static std::mutex mu;
+  static std::map<std::string, RowBlocks> known;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    if (auto it = known.find(key); it != known.end()) return it->second;
+  }
+  RowBlocks r = search_row_blocks(row_bytes, declare);
+  std::lock_guard<std::mutex> l(mu);
+  known[key] = r;
+  return r;
 }
 
 Program layernorm_forward_program(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
@@ -107,7 +122,9 @@ Program layernorm_forward_program(const Tensor& x, const Tensor& weight, const T
     p.cb("valid_cb", 1, C % kTileSize ? CT : 1, t, 1, 1);     // the column mask, where C needs one
     p.cb("mean_cb", 1, 1, f32, 2, br).cb("rstd_cb", 1, 1, f32, 2, br);
   };
-  if (auto [br, slots] = row_blocks(C * dtype_size(t), rows_cbs); br) {  // whole rows in a block
+  if (auto [br, slots] =
+          row_blocks("forward " + std::to_string(C) + " " + dtype_name(t), C * dtype_size(t), rows_cbs);
+      br) {
     Program p = Program::from_library("layernorm/forward_rows.cpp", Grid::cores(cores));
     const Indexing e = Indexing::Elements;
     p.input("x", x, e).input("w", weight.to(t), e).input("b", bias.to(t), e).input("valid", valid, e);
@@ -163,7 +180,10 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
     p.cb("grad_in_cb", 1, 1, gt, 1, 1).cb("part_cb", 1, 1, f32).cb("tile_acc_cb", 1, 1, f32, 1, 1);
     p.cb("grad_out_cb", 1, 1, gt, 1, 1);
   };
-  if (auto [br, slots] = row_blocks(C * dtype_size(t), rows_cbs); br) {  // whole rows in a block
+  if (auto [br, slots] = row_blocks(
+          "backward " + std::to_string(C) + " " + dtype_name(t) + " " + dtype_name(gt), C * dtype_size(t),
+          rows_cbs);
+      br) {  // whole rows in a block
     Program p = Program::from_library("layernorm/backward_rows.cpp", grid);
     const Indexing e = Indexing::Elements;
     p.input("x", x, e).input("dout", dout.to(t), e).input("w", weight.to(t), e);
