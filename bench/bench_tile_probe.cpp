@@ -1,9 +1,9 @@
-// The tile layernorm on the GPU, for profiling: forward (264 cores), backward (weight gradients over
-// rows on a grid of grid_rows x grid_cols cores, default 12 x 22: two cores per SM) and both, each
+// The tile layernorm on the GPU, for profiling: forward (264 cores by default), backward (weight gradients
+// over rows on a grid of grid_rows x grid_cols cores, default 12 x 22: two cores per SM) and both, each
 // called `reps` times; prints each one's median wall time of a whole synchronized call and its
 // median time between device events recorded around the call. Usage:
-// bench_tile_probe [N C reps grid_rows grid_cols]; under a profiler, the launches come in that order
-// (forward, backward, then forward and backward alternately).
+// bench_tile_probe [N C reps grid_rows grid_cols forward_cores]; under a profiler, the launches come in that
+// order (forward, backward, then forward and backward alternately).
 #include <kiln/kiln.h>
 #include <kiln/tile_ops.h>
 
@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   const int64_t N = argc > 1 ? std::atoll(argv[1]) : 32768, C = argc > 2 ? std::atoll(argv[2]) : 768;
-  const int reps = argc > 3 ? std::atoi(argv[3]) : 30, cores = 264;
+  const int reps = argc > 3 ? std::atoi(argv[3]) : 30, cores = argc > 6 ? std::atoi(argv[6]) : 264;
   const Device gpu = Device::cuda();
   Tensor x = randn({N, C}, {.device = gpu}).realize(), w = randn({C}, {.device = gpu}).realize(),
          b = randn({C}, {.device = gpu}).realize(), dy = randn({N, C}, {.device = gpu}).realize();

@@ -11,13 +11,14 @@
 //      (cores x C, f32);
 //   2. all cores meet at a barrier (semaphore `arrived` on core (0, 0), released by a multicast set
 //      of `go`); then every core owns pieces [piece_start, piece_start + piece_count) of the 2 x CT
-//      tile columns of dweight then dbias and sums each over the cores' rows, 32 rows per block (a
+//      tile columns of dweight then dbias and sums each over the cores' rows, PR rows per block (a
 //      reduce-scatter);
 //   3. it adds the piece to dweight_in / dbias_in and writes it: gradient accumulation (+=).
 // w is read once per core into a row vector. Padded rows and columns (shapes not multiples of 32 or
 // BR) read as 0: dout = 0 there, so they add nothing to any sum; the means over C divide by the true
 // C (n_cols).
-// Compile-time: CT, BR, n_cols, WGRAD (0: dx only, the weight gradients come from another kernel).
+// Compile-time: CT, BR, PR (rows of partial sums a block of the reduction takes), n_cols, WGRAD (0:
+// dx only, the weight gradients come from another kernel).
 void reader() {
   {
     auto wb = w_cb.scoped_reserve();
@@ -54,8 +55,8 @@ void reader() {
       auto gb = grad_in_cb.scoped_reserve();
       dma(dw ? dweight_in.slice(0, c, 1, width) : dbias_in.slice(0, c, 1, width), gb).wait();
     }
-    for (long long p = 0; p < part_rows; p += 32) {
-      const long long rows = part_rows - p < 32 ? part_rows - p : 32;
+    for (long long p = 0; p < part_rows; p += PR) {
+      const long long rows = part_rows - p < PR ? part_rows - p : PR;
       auto pb = part_cb.scoped_reserve();
       dma(dw ? part_dw.slice(p, c, rows, width) : part_db.slice(p, c, rows, width), pb).wait();
     }
@@ -101,7 +102,7 @@ void compute() {
       auto gb = grad_in_cb.scoped_wait();
       acc.store(gb);
     }
-    for (long long p = 0; p < part_rows; p += 32) {
+    for (long long p = 0; p < part_rows; p += PR) {
       auto pb = part_cb.scoped_wait();
       acc.store(acc + reduce_sum<0>(pb));
     }

@@ -72,6 +72,7 @@ inline constexpr size_t kCounterBytesPerWarp = 24;
 inline constexpr int64_t kStaticSharedReserve = 2048;  // cuda_device.h asserts its state fits
 // Shared memory of a Hopper multiprocessor, and what the GPU keeps of it per thread block.
 inline constexpr int64_t kSharedPerSM = 228 * 1024, kSharedKeptPerBlock = 1024;
+inline constexpr int64_t kHopperSMs = 132;  // an H100 or H200 SXM
 struct CBLayout {
   struct Ring {
     size_t barrier_offset;  // of full[slots] then empty[slots]

@@ -41,7 +41,9 @@ struct WarpCounters {
 struct BlockState {
   const cuda_abi::TensorMaps* maps;  // the kernel's tensor-map argument
   int core;
-  unsigned store_crossed;   // bit w: warp w's last store read what other warps write (compute_end)
+  // bit w, kept by warp w's lane 0 (compute_begin / compute_end): its last store read what other
+  // warps write; it stored into a block since the role's last barrier
+  unsigned store_crossed, stored;
   long long bcast[kRoles];  // a value the role's leader hands to the rest of the role
 };
 
@@ -85,11 +87,22 @@ inline unsigned arrivals() { return is_compute() ? 1u : static_cast<unsigned>(KI
 // A barrier over the calling role's threads; orders their shared and global accesses. Named
 // barrier 1 for the compute warps (0 is __syncthreads), non-.aligned because the leader may arrive
 // from a different branch than the rest of its warp.
+// A warp's bit of a BlockState mask: lane 0 keeps it and hands it to the other lanes.
+inline bool warp_flag(const unsigned& mask) { return __shfl_sync(0xffffffffu, mask, 0) >> warp() & 1u; }
+inline void set_warp_flag(unsigned& mask, bool v) {
+  const unsigned bit = 1u << warp();
+  if (lane() == 0 && ((mask & bit) != 0) != v) atomicXor(&mask, bit);
+}
+
 inline void role_sync() {
   if (is_compute() && kComputeThreads > 32)
     asm volatile("barrier.sync 1, %0;" ::"r"(kComputeThreads) : "memory");
   else
     __syncwarp();
+  if (is_compute()) {  // every store so far is visible to the whole role
+    set_warp_flag(kiln_tile_block.store_crossed, false);
+    set_warp_flag(kiln_tile_block.stored, false);
+  }
 }
 
 inline unsigned smem_addr(const void* p) {
@@ -613,7 +626,9 @@ inline int dma_write(abi::BlockRef b, int t, abi::Slice s, abi::Loc at) {
   const Rect r = slice_rect(t, cb, b.cb, s, at);
   const cuda_abi::TensorParam& v = P().tensors[t];
   settle_dma(b.cb, b.slot, at);
-  role_sync();
+  // the role's stores into the block come first (a compute role that stored nothing since its last
+  // barrier needs none: its stores' fences are done)
+  if (!is_compute() || warp_flag(kiln_tile_block.stored)) role_sync();
   const int es = v.elem_bytes, bw = cb.cols * 32;
   const unsigned char* blk = slot_data(b.cb, b.slot);
   unsigned char* dst = reinterpret_cast<unsigned char*>(v.data) + (r.r0 * v.cols + r.c0) * es;
@@ -867,8 +882,7 @@ inline void sem_mcast_set(int sem, abi::CoreRange r, long long v, abi::Loc at) {
 // this computation overwrites are done). kernel.h (Block::store) says when a store needs that.
 inline void compute_begin(bool sync) {
   trace(cuda_abi::kTraceStore, 0);
-  // lane 0 keeps the warp's bit (compute_end) and hands it to the other lanes
-  if (sync || (__shfl_sync(0xffffffffu, kiln_tile_block.store_crossed, 0) >> warp() & 1u))
+  if (sync || warp_flag(kiln_tile_block.store_crossed))
     role_sync();
   else
     __syncwarp();
@@ -965,9 +979,8 @@ inline void for_rows(T* out, F f) {
 // store read across warps, so the next one starts with a barrier.
 inline void compute_end(bool crossed) {
   fence_async_shared();
-  const unsigned bit = 1u << warp();
-  if (lane() == 0 && ((kiln_tile_block.store_crossed & bit) != 0) != crossed)
-    atomicXor(&kiln_tile_block.store_crossed, bit);
+  set_warp_flag(kiln_tile_block.store_crossed, crossed);
+  set_warp_flag(kiln_tile_block.stored, true);
   trace(cuda_abi::kTraceStoreEnd, 0);
 }
 
@@ -982,7 +995,7 @@ inline void block_start(const cuda_abi::Params& p, const cuda_abi::TensorMaps* m
   __syncthreads();
   if (threadIdx.x == 0) {
     kiln_tile_block.core = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x);
-    kiln_tile_block.store_crossed = 0;
+    kiln_tile_block.store_crossed = kiln_tile_block.stored = 0;
     kiln_tile_block.maps = maps;
     for (int i = 0; i < p.ncbs; i++)
       for (unsigned s = 0; s < p.cbs[i].slots; s++) {

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 #include "ir/node.h"
 #include "kiln/debug.h"
@@ -98,12 +100,30 @@ void encode_tensor_maps(const Program::Desc& d, const CBLayout& layout, rc::Cont
   }
 }
 
+// Whether the kernel multicasts blocks (calls mcast, which needs a 2D grid): only then does a
+// launch need multicast counters and mailboxes (a block per core and CB).
+bool multicasts(const Program::Desc& d) {
+  return d.grid.is_2d && (d.source.find("mcast(") != std::string::npos ||
+                          d.source.find("mcast_receive(") != std::string::npos);
+}
+
+// Lets the kernel take `smem` bytes of dynamic shared memory (once per kernel and size).
+void allow_shared(rc::Context& c, rc::CUfunction f, size_t smem) {
+  static std::mutex mu;
+  static std::set<std::pair<rc::CUfunction, size_t>> done;
+  std::lock_guard<std::mutex> l(mu);
+  if (smem <= 48 * 1024 || done.count({f, smem})) return;
+  rc::check(c.api->cuFuncSetAttribute(f, kAttrMaxDynamicShared, static_cast<int>(smem)),
+            "cuFuncSetAttribute(max dynamic shared memory)");
+  done.insert({f, smem});
+}
+
 // The thread-block clusters of a 2D grid whose kernel multicasts blocks (calls mcast): the widest
 // piece of a grid row (at most 8 cores, dividing the row), then as many rows as keep it within 8
 // cores. A multicast to cores of the sender's cluster writes into their shared memory directly
 // (cuda_device.h: mcast). 1 x 1: no clusters.
 std::pair<unsigned, unsigned> cluster_shape(const Program::Desc& d) {
-  if (!d.grid.is_2d || d.source.find("mcast(") == std::string::npos) return {1, 1};
+  if (!multicasts(d)) return {1, 1};
   unsigned cx = 1, cy = 1;
   for (unsigned x = 1; x <= 8; x++)
     if (d.grid.cols % x == 0) cx = x;
@@ -158,9 +178,7 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
     p.cbs[i].tile_rows = cb.tile_rows;
   }
   const size_t smem = layout.total;
-  if (smem > 48 * 1024)
-    rc::check(c.api->cuFuncSetAttribute(f, kAttrMaxDynamicShared, static_cast<int>(smem)),
-              "cuFuncSetAttribute(max dynamic shared memory)");
+  allow_shared(c, f, smem);
 
   // tensors: inputs realized on this device, outputs fresh buffers (zero-filled unless Fill::None)
   std::vector<Tensor> inputs;
@@ -207,13 +225,13 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
   size_t at_args = take(static_cast<size_t>(cores) * d.arg_names.size() * 8 + 8);
   size_t at_sems = take(static_cast<size_t>(cores) * d.semaphores.size() * 8 + 8);
   size_t at_mcast =
-      take(d.grid.is_2d ? static_cast<size_t>(cores) * d.cbs.size() * cuda_abi::kMcastWords * 4 : 16);
+      take(multicasts(d) ? static_cast<size_t>(cores) * d.cbs.size() * cuda_abi::kMcastWords * 4 : 16);
   const int traced = trace_core();  // the kernel records when it was compiled with the same setting
   const bool tracing = traced >= 0 && traced < cores;
   constexpr int kTraceCap = 1 << 16;
   size_t at_trace = take(tracing ? 8 * (1 + static_cast<size_t>(kTraceCap)) : 8);
   std::vector<size_t> at_mailbox(d.cbs.size(), 0);
-  if (d.grid.is_2d)
+  if (multicasts(d))
     for (size_t i = 0; i < d.cbs.size(); i++)
       at_mailbox[i] = take(static_cast<size_t>(cores) * p.cbs[i].block_bytes);
   auto scratch = std::make_shared<Buffer>(DType::U8, static_cast<int64_t>(off), dev);
@@ -241,7 +259,7 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
   p.nsems = static_cast<int>(d.semaphores.size());
   p.cores = cores;
   p.grid_cols = d.grid.cols;
-  for (size_t i = 0; i < d.cbs.size(); i++) p.cbs[i].mailbox = d.grid.is_2d ? base + at_mailbox[i] : 0;
+  for (size_t i = 0; i < d.cbs.size(); i++) p.cbs[i].mailbox = multicasts(d) ? base + at_mailbox[i] : 0;
   p.barrier_bytes = static_cast<unsigned>(layout.barrier_bytes);
   if (!d.arg_names.empty())
     rc::check(c.api->cuMemcpyHtoDAsync(base + at_args, args,

@@ -1,5 +1,6 @@
 // Host side of the layernorm kernels (kernels/layernorm): forward over rows, and backward with its
 // three weight-gradient strategies (one core, over columns, over rows with a cross-core reduction).
+#include <algorithm>
 #include <bit>
 #include <map>
 #include <mutex>
@@ -9,6 +10,7 @@
 #include "kiln/tile_ops.h"
 #include "tile/ops/programs.h"
 #include "tile/ops/view2d.h"
+#include "tile/program_desc.h"
 
 namespace kiln::tile {
 
@@ -63,11 +65,18 @@ constexpr int kComputeWarps = 8;
 // multiple of the warps), their stores need no barrier between warps (kernel.h: row_local).
 int rows_compute_warps(int br) { return br >= 8 ? 8 : br >= 4 ? 4 : kComputeWarps; }
 
-// CB memory per core that lets two cores share a GPU multiprocessor (228 KB of shared memory on an
-// H100 or H200, each block also holding the runtime's 2 KB and 1 KB the GPU keeps): twice the warps
-// to hide each other's waits (measured on an H200: the rows forward at 1 core per SM issued one
-// instruction per warp every 15 cycles).
-constexpr int64_t kTwoCoresPerSM = 110 * 1024;
+// CB memory per core that lets a grid of `cores` share the multiprocessors of an H100 or H200 (132,
+// with 228 KB of shared memory each, every block also holding the runtime's 2 KB and 1 KB the GPU
+// keeps): several cores per multiprocessor hide each other's waits (measured on an H200: the rows
+// forward at 1 core per SM issued one instruction per warp every 15 cycles), and a grid whose cores
+// talk to each other must be resident at once.
+int64_t cb_budget(int cores) {
+  const int64_t per_sm = std::max<int64_t>(1, (cores + kHopperSMs - 1) / kHopperSMs);
+  return std::min(kCBBudget, kSharedPerSM / per_sm - kStaticSharedReserve - kSharedKeptPerBlock);
+}
+
+// Rows of the per-core weight-gradient sums the rows backward reduces a block at a time.
+constexpr int kPartRows = 8;
 
 // Block size of the rows kernels (kernels/layernorm/*_rows.cpp): rows per block (0: one row does not
 // fit, the chunked kernels then stream it) and slots of the streamed inputs' CBs.
@@ -76,13 +85,13 @@ struct RowBlocks {
 };
 
 template <class Declare>
-RowBlocks search_row_blocks(int64_t row_bytes, Declare declare) {
+RowBlocks search_row_blocks(int64_t row_bytes, int64_t budget_first, Declare declare) {
   auto fits = [&](int br, int slots, int64_t budget) {
     Program p("cb_budget", "", Grid::cores(1));
     declare(p, br, slots);
     return p.cb_bytes() <= budget;
   };
-  for (int64_t budget : {kTwoCoresPerSM, kCBBudget})
+  for (int64_t budget : {budget_first, kCBBudget})
     for (int br = 16; br >= 1; br /= 2) {
       if (br > 1 && br * row_bytes > 32 * 1024) continue;
       if (fits(br, 2, budget)) return {br, fits(br, 3, budget) ? 3 : 2};
@@ -91,21 +100,21 @@ RowBlocks search_row_blocks(int64_t row_bytes, Declare declare) {
 }
 
 // The most rows of 16, 8, 4, 2, 1 whose blocks stay within 32 KB and whose CBs, streamed inputs
-// double-buffered, fit two cores per SM, else one core per SM (kCBBudget); then three slots of the
-// streamed inputs where that size still fits the same budget. declare(p, rows, slots) declares the
-// CBs on a scratch program; the answer is kept per `key` (the kernel and what sizes its CBs), so a
-// call after the first builds no scratch programs.
+// double-buffered, fit `budget`, else one core per SM (kCBBudget); then three slots of the streamed
+// inputs where that size still fits the same budget. declare(p, rows, slots) declares the CBs on a
+// scratch program; the answer is kept per `key` (the kernel and what sizes its CBs), so a call
+// after the first builds no scratch programs.
 template <class Declare>
-RowBlocks row_blocks(const std::string& key, int64_t row_bytes, Declare declare) {
+RowBlocks row_blocks(const std::string& key, int64_t row_bytes, int64_t budget, Declare declare) {
   static std::mutex mu;
   static std::map<std::string, RowBlocks> known;
   {
     std::lock_guard<std::mutex> l(mu);
-    if (auto it = known.find(key); it != known.end()) return it->second;
+    if (auto it = known.find(key + " " + std::to_string(budget)); it != known.end()) return it->second;
   }
-  RowBlocks r = search_row_blocks(row_bytes, declare);
+  RowBlocks r = search_row_blocks(row_bytes, budget, declare);
   std::lock_guard<std::mutex> l(mu);
-  known[key] = r;
+  known[key + " " + std::to_string(budget)] = r;
   return r;
 }
 
@@ -122,8 +131,8 @@ Program layernorm_forward_program(const Tensor& x, const Tensor& weight, const T
     p.cb("valid_cb", 1, C % kTileSize ? CT : 1, t, 1, 1);     // the column mask, where C needs one
     p.cb("mean_cb", 1, 1, f32, 2, br).cb("rstd_cb", 1, 1, f32, 2, br);
   };
-  if (auto [br, slots] =
-          row_blocks("forward " + std::to_string(C) + " " + dtype_name(t), C * dtype_size(t), rows_cbs);
+  if (auto [br, slots] = row_blocks("forward " + std::to_string(C) + " " + dtype_name(t), C * dtype_size(t),
+                                    cb_budget(cores), rows_cbs);
       br) {
     Program p = Program::from_library("layernorm/forward_rows.cpp", Grid::cores(cores));
     const Indexing e = Indexing::Elements;
@@ -177,12 +186,14 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
     p.cb("dnorm_mean_cb", 1, 1, f32, 1, br).cb("dnorm_norm_mean_cb", 1, 1, f32, 1, br);
     // the core's weight-gradient sums (row vectors), then the grid reduction tile by tile
     p.cb("dw_part_cb", 1, CT, f32, 1, 1).cb("db_part_cb", 1, CT, f32, 1, 1);
-    p.cb("grad_in_cb", 1, 1, gt, 1, 1).cb("part_cb", 1, 1, f32).cb("tile_acc_cb", 1, 1, f32, 1, 1);
+    p.cb("grad_in_cb", 1, 1, gt, 1, 1)
+        .cb("part_cb", 1, 1, f32, 2, kPartRows)
+        .cb("tile_acc_cb", 1, 1, f32, 1, 1);
     p.cb("grad_out_cb", 1, 1, gt, 1, 1);
   };
-  if (auto [br, slots] = row_blocks(
-          "backward " + std::to_string(C) + " " + dtype_name(t) + " " + dtype_name(gt), C * dtype_size(t),
-          rows_cbs);
+  if (auto [br, slots] =
+          row_blocks("backward " + std::to_string(C) + " " + dtype_name(t) + " " + dtype_name(gt),
+                     C * dtype_size(t), cb_budget(cores), rows_cbs);
       br) {  // whole rows in a block
     Program p = Program::from_library("layernorm/backward_rows.cpp", grid);
     const Indexing e = Indexing::Elements;
@@ -196,7 +207,8 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
         .output("part_db", {part_rows, C}, f32, e, Fill::None);
     rows_cbs(p, br, slots);
     p.semaphore("arrived").semaphore("go");
-    p.constant("CT", CT).constant("BR", br).constant("n_cols", C).constant("WGRAD", wgrad ? 1 : 0);
+    p.constant("CT", CT).constant("BR", br).constant("PR", kPartRows).constant("n_cols", C);
+    p.constant("WGRAD", wgrad ? 1 : 0);
     p.runtime_args({"start", "count", "piece_start", "piece_count"});
     set_row_split(p, (N + br - 1) / br, cores, split_work(wgrad ? 2 * CT : 0, cores));
     return p;
