@@ -6,9 +6,9 @@
 //   dx = (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd;
 // and, with WGRAD = 1, dweight = dweight_in + sum over rows of dout * norm, dbias = dbias_in + sum
 // of dout, in three steps:
-//   1. each core sums its rows' dout * norm and dout into two row vectors (1 x CT tiles of 1 x 32,
-//      f32) that compute keeps over all its blocks, and writes them as its row of part_dw / part_db
-//      (cores x C, f32);
+//   1. each core sums its rows' dout * norm and dout into two blocks of BR rows (f32) that compute
+//      keeps over all its blocks, row by row (each compute warp adds to the rows it owns, with no
+//      barrier), and writes them as its BR rows of part_dw / part_db (cores * BR x C, f32);
 //   2. all cores meet at a barrier (semaphore `arrived` on core (0, 0), released by a multicast set
 //      of `go`); then every core owns pieces [piece_start, piece_start + piece_count) of the 2 x CT
 //      tile columns of dweight then dbias and sums each over the cores' rows, PR rows per block (a
@@ -47,7 +47,7 @@ void reader() {
     go.mcast_set(whole_grid(), 1);
   }
   go.wait(1);
-  const long long part_rows = part_dw.rows();  // one per core
+  const long long part_rows = part_dw.rows();  // BR per core
   for (long long q = args().piece_start; q < args().piece_start + args().piece_count; q++) {
     const bool dw = q < CT;  // dweight's tile columns, then dbias's
     const long long c = (dw ? q : q - CT) * 32, width = n_cols - c < 32 ? n_cols - c : 32;
@@ -69,7 +69,7 @@ void compute() {
   auto dnorm_mean = dnorm_mean_cb.scoped_scratch();
   auto dnorm_norm_mean = dnorm_norm_mean_cb.scoped_scratch();
   {
-    auto dw_acc = dw_part_cb.scoped_reserve();  // step 1: pushed to the writer at the end
+    auto dw_acc = dw_part_cb.scoped_reserve();  // step 1: BR rows, pushed to the writer at the end
     auto db_acc = db_part_cb.scoped_reserve();
     if (WGRAD) {
       dw_acc.store(0.0f);
@@ -89,8 +89,8 @@ void compute() {
         dxb.store((dnorm - bcast_cols(dnorm_mean) - norm * bcast_cols(dnorm_norm_mean)) * bcast_cols(rs));
       }
       if (WGRAD) {
-        dw_acc.store(dw_acc + reduce_sum<0>(gb * norm));
-        db_acc.store(db_acc + reduce_sum<0>(gb));
+        dw_acc.store(dw_acc + gb * norm);
+        db_acc.store(db_acc + gb);
       }
     }
   }
@@ -122,8 +122,8 @@ void writer() {
     auto pw = dw_part_cb.scoped_wait();
     auto pb = db_part_cb.scoped_wait();
     if (WGRAD) {
-      Transfer tw = dma(pw, part_dw.slice(core_index(), 0, 1, n_cols));
-      Transfer tb = dma(pb, part_db.slice(core_index(), 0, 1, n_cols));
+      Transfer tw = dma(pw, part_dw.slice(core_index() * BR, 0, BR, n_cols));
+      Transfer tb = dma(pb, part_db.slice(core_index() * BR, 0, BR, n_cols));
       tw.wait();
       tb.wait();
     }
