@@ -6,19 +6,18 @@
 //   dx = (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd;
 // and, with WGRAD = 1, dweight = dweight_in + sum over rows of dout * norm, dbias = dbias_in + sum
 // of dout, in three steps:
-//   1. each core sums its rows' dout * norm and dout into two blocks of BR rows (f32) that compute
-//      keeps over all its blocks, row by row (each compute warp adds to the rows it owns, with no
-//      barrier), and writes them as its BR rows of part_dw / part_db (cores * BR x C, f32);
+//   1. each core sums its rows' dout * norm and dout into two row vectors (1 x CT tiles of 1 x 32,
+//      f32) that compute keeps over all its blocks, and writes them as its row of part_dw / part_db
+//      (cores x C, f32);
 //   2. all cores meet at a barrier (semaphore `arrived` on core (0, 0), released by a multicast set
 //      of `go`); then every core owns pieces [piece_start, piece_start + piece_count) of the 2 x CT
-//      tile columns of dweight then dbias and sums each over the cores' rows, PR rows per block (a
+//      tile columns of dweight then dbias and sums each over the cores' rows, 32 rows per block (a
 //      reduce-scatter);
 //   3. it adds the piece to dweight_in / dbias_in and writes it: gradient accumulation (+=).
 // w is read once per core into a row vector. Padded rows and columns (shapes not multiples of 32 or
 // BR) read as 0: dout = 0 there, so they add nothing to any sum; the means over C divide by the true
 // C (n_cols).
-// Compile-time: CT, BR, PR (rows of partial sums a block of the reduction takes), n_cols, WGRAD (0:
-// dx only, the weight gradients come from another kernel).
+// Compile-time: CT, BR, n_cols, WGRAD (0: dx only, the weight gradients come from another kernel).
 void reader() {
   {
     auto wb = w_cb.scoped_reserve();
@@ -47,7 +46,7 @@ void reader() {
     go.mcast_set(whole_grid(), 1);
   }
   go.wait(1);
-  const long long part_rows = part_dw.rows();  // BR per core
+  const long long part_rows = part_dw.rows();  // one per core
   for (long long q = args().piece_start; q < args().piece_start + args().piece_count; q++) {
     const bool dw = q < CT;  // dweight's tile columns, then dbias's
     const long long c = (dw ? q : q - CT) * 32, width = n_cols - c < 32 ? n_cols - c : 32;
@@ -55,8 +54,8 @@ void reader() {
       auto gb = grad_in_cb.scoped_reserve();
       dma(dw ? dweight_in.slice(0, c, 1, width) : dbias_in.slice(0, c, 1, width), gb).wait();
     }
-    for (long long p = 0; p < part_rows; p += PR) {
-      const long long rows = part_rows - p < PR ? part_rows - p : PR;
+    for (long long p = 0; p < part_rows; p += 32) {
+      const long long rows = part_rows - p < 32 ? part_rows - p : 32;
       auto pb = part_cb.scoped_reserve();
       dma(dw ? part_dw.slice(p, c, rows, width) : part_db.slice(p, c, rows, width), pb).wait();
     }
@@ -69,7 +68,7 @@ void compute() {
   auto dnorm_mean = dnorm_mean_cb.scoped_scratch();
   auto dnorm_norm_mean = dnorm_norm_mean_cb.scoped_scratch();
   {
-    auto dw_acc = dw_part_cb.scoped_reserve();  // step 1: BR rows, pushed to the writer at the end
+    auto dw_acc = dw_part_cb.scoped_reserve();  // step 1: pushed to the writer at the end
     auto db_acc = db_part_cb.scoped_reserve();
     if (WGRAD) {
       dw_acc.store(0.0f);
@@ -89,8 +88,8 @@ void compute() {
         dxb.store((dnorm - bcast_cols(dnorm_mean) - norm * bcast_cols(dnorm_norm_mean)) * bcast_cols(rs));
       }
       if (WGRAD) {
-        dw_acc.store(dw_acc + gb * norm);
-        db_acc.store(db_acc + gb);
+        dw_acc.store(dw_acc + reduce_sum<0>(gb * norm));
+        db_acc.store(db_acc + reduce_sum<0>(gb));
       }
     }
   }
@@ -102,7 +101,7 @@ void compute() {
       auto gb = grad_in_cb.scoped_wait();
       acc.store(gb);
     }
-    for (long long p = 0; p < part_rows; p += PR) {
+    for (long long p = 0; p < part_rows; p += 32) {
       auto pb = part_cb.scoped_wait();
       acc.store(acc + reduce_sum<0>(pb));
     }
@@ -122,8 +121,8 @@ void writer() {
     auto pw = dw_part_cb.scoped_wait();
     auto pb = db_part_cb.scoped_wait();
     if (WGRAD) {
-      Transfer tw = dma(pw, part_dw.slice(core_index() * BR, 0, BR, n_cols));
-      Transfer tb = dma(pb, part_db.slice(core_index() * BR, 0, BR, n_cols));
+      Transfer tw = dma(pw, part_dw.slice(core_index(), 0, 1, n_cols));
+      Transfer tb = dma(pb, part_db.slice(core_index(), 0, 1, n_cols));
       tw.wait();
       tb.wait();
     }

@@ -75,9 +75,6 @@ int64_t cb_budget(int cores) {
   return std::min(kCBBudget, kSharedPerSM / per_sm - kStaticSharedReserve - kSharedKeptPerBlock);
 }
 
-// Rows of the per-core weight-gradient sums the rows backward reduces a block at a time.
-constexpr int kPartRows = 8;
-
 // Block size of the rows kernels (kernels/layernorm/*_rows.cpp): rows per block (0: one row does not
 // fit, the chunked kernels then stream it) and slots of the streamed inputs' CBs.
 struct RowBlocks {
@@ -184,11 +181,9 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
     p.cb("mean_cb", 1, 1, f32, slots, br).cb("rstd_cb", 1, 1, f32, slots, br);
     p.cb("w_cb", 1, CT, t, 1, 1);  // a row vector, kept
     p.cb("dnorm_mean_cb", 1, 1, f32, 1, br).cb("dnorm_norm_mean_cb", 1, 1, f32, 1, br);
-    // the core's weight-gradient sums (a block of rows each), then the grid reduction tile by tile
-    p.cb("dw_part_cb", 1, CT, f32, 1, br).cb("db_part_cb", 1, CT, f32, 1, br);
-    p.cb("grad_in_cb", 1, 1, gt, 1, 1)
-        .cb("part_cb", 1, 1, f32, 2, kPartRows)
-        .cb("tile_acc_cb", 1, 1, f32, 1, 1);
+    // the core's weight-gradient sums (row vectors), then the grid reduction tile by tile
+    p.cb("dw_part_cb", 1, CT, f32, 1, 1).cb("db_part_cb", 1, CT, f32, 1, 1);
+    p.cb("grad_in_cb", 1, 1, gt, 1, 1).cb("part_cb", 1, 1, f32).cb("tile_acc_cb", 1, 1, f32, 1, 1);
     p.cb("grad_out_cb", 1, 1, gt, 1, 1);
   };
   if (auto [br, slots] =
@@ -201,14 +196,13 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
     p.input("mean", mean.reshape({N, 1}), e).input("rstd", rstd.reshape({N, 1}), e);
     p.input("dweight_in", dw_in, e).input("dbias_in", db_in.to(gt), e);
     p.output("dx", x.shape(), t, e, Fill::None).output("dweight", {C}, gt, e).output("dbias", {C}, gt, e);
-    // the weight gradients' partial sums: BR rows of C per core (dx alone needs none), each written whole
-    const int64_t part_rows = wgrad ? int64_t{cores} * br : 1;
+    // the weight gradients' partial sums: a row of C per core (dx alone needs none), each written whole
+    const int64_t part_rows = wgrad ? cores : 1;
     p.output("part_dw", {part_rows, C}, f32, e, Fill::None)
         .output("part_db", {part_rows, C}, f32, e, Fill::None);
     rows_cbs(p, br, slots);
     p.semaphore("arrived").semaphore("go");
-    p.constant("CT", CT).constant("BR", br).constant("PR", kPartRows).constant("n_cols", C);
-    p.constant("WGRAD", wgrad ? 1 : 0);
+    p.constant("CT", CT).constant("BR", br).constant("n_cols", C).constant("WGRAD", wgrad ? 1 : 0);
     p.runtime_args({"start", "count", "piece_start", "piece_count"});
     set_row_split(p, (N + br - 1) / br, cores, split_work(wgrad ? 2 * CT : 0, cores));
     return p;
