@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU machine: builds kiln, runs the tile model's GPU tests, then times the tile layernorm
-# (bench_tile_probe: wall time of synchronized calls) and reads each kernel's duration and
-# throughput under Nsight Compute. Usage: tools/tile_gpu_quick.sh [build dir] [test filter]
+# (bench_tile_probe: wall time of synchronized calls, device events around calls, the host's part)
+# and reads each kernel's duration and throughput under Nsight Compute.
+# Usage: tools/tile_gpu_quick.sh [build dir] [test filter]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-gpu}
