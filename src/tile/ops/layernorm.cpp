@@ -81,6 +81,10 @@ struct RowBlocks {
   int rows = 0, slots = 2;
 };
 
+// The most rows of 16, 8, 4, 2, 1 whose blocks stay within 32 KB and whose CBs, streamed inputs
+// double-buffered, fit `budget_first`, else one core per SM (kCBBudget); then three slots of the
+// streamed inputs where that size still fits the same budget. declare(p, rows, slots) declares the
+// CBs on a scratch program.
 template <class Declare>
 RowBlocks search_row_blocks(int64_t row_bytes, int64_t budget_first, Declare declare) {
   auto fits = [&](int br, int slots, int64_t budget) {
@@ -96,11 +100,8 @@ RowBlocks search_row_blocks(int64_t row_bytes, int64_t budget_first, Declare dec
   return {};
 }
 
-// The most rows of 16, 8, 4, 2, 1 whose blocks stay within 32 KB and whose CBs, streamed inputs
-// double-buffered, fit `budget`, else one core per SM (kCBBudget); then three slots of the streamed
-// inputs where that size still fits the same budget. declare(p, rows, slots) declares the CBs on a
-// scratch program; the answer is kept per `key` (the kernel and what sizes its CBs), so a call
-// after the first builds no scratch programs.
+// search_row_blocks, its answer kept per `key` (the kernel and what sizes its CBs) and budget, so
+// a call after the first builds no scratch programs.
 template <class Declare>
 RowBlocks row_blocks(const std::string& key, int64_t row_bytes, int64_t budget, Declare declare) {
   static std::mutex mu;
