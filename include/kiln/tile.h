@@ -3,6 +3,7 @@
 // The host declares tensors, CBs, semaphores and arguments; run() compiles (cached) and launches.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,7 +72,8 @@ class Program {
   // Names of the per-core runtime arguments (kernel: args().name) and their values per core;
   // cores without values get zeros.
   Program& runtime_args(std::vector<std::string> names);
-  Program& set_runtime_args(int core, std::vector<int64_t> values);
+  Program& set_runtime_args(int core, std::initializer_list<int64_t> values);
+  Program& set_runtime_args(int core, const std::vector<int64_t>& values);
   // The role functions the kernel defines (default: reader and writer move data, compute computes).
   Program& roles(std::vector<std::string> data_movement, std::string compute);
   // On a GPU, the warps of each core's compute role: 1, 2, 4, 8 or 16 (default: 4, or
@@ -103,6 +105,7 @@ class Program {
   struct Desc;  // everything declared (src/tile/program_desc.h)
 
  private:
+  Program& set_runtime_args(int core, const int64_t* values, size_t n);
   std::shared_ptr<Desc> d_;
 };
 

@@ -1,4 +1,5 @@
 // tile::Program: the host-side declarations of a tile program (tensors, CBs, semaphores, args).
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <optional>
@@ -61,7 +62,6 @@ Program::Program(std::string name, std::string source, Grid grid, std::string fi
   d_->file = file.empty() ? d_->name + ".cpp" : std::move(file);
   d_->source = std::move(source);
   d_->grid = grid;
-  d_->args.resize(grid.size());
 }
 
 Program Program::from_library(const std::string& path, Grid grid) {
@@ -122,17 +122,26 @@ Program& Program::constant(const std::string& name, int64_t value) {
 Program& Program::runtime_args(std::vector<std::string> names) {
   for (auto& n : names) check_new_name(*d_, n);
   d_->arg_names = std::move(names);
+  d_->args.assign(static_cast<size_t>(d_->grid.size()) * d_->arg_names.size(), 0);
   return *this;
 }
 
-Program& Program::set_runtime_args(int core, std::vector<int64_t> values) {
+Program& Program::set_runtime_args(int core, const std::vector<int64_t>& values) {
+  return set_runtime_args(core, values.data(), values.size());
+}
+Program& Program::set_runtime_args(int core, std::initializer_list<int64_t> values) {
+  return set_runtime_args(core, values.begin(), values.size());
+}
+
+Program& Program::set_runtime_args(int core, const int64_t* values, size_t n) {
   if (core < 0 || core >= d_->grid.size())
     fail(*d_, "set_runtime_args: core " + std::to_string(core) + " is outside the grid of " +
                   std::to_string(d_->grid.size()) + " cores");
-  if (values.size() != d_->arg_names.size())
-    fail(*d_, "set_runtime_args: core " + std::to_string(core) + " got " + std::to_string(values.size()) +
+  if (n != d_->arg_names.size())
+    fail(*d_, "set_runtime_args: core " + std::to_string(core) + " got " + std::to_string(n) +
                   " values for " + std::to_string(d_->arg_names.size()) + " declared runtime args");
-  d_->args[core] = std::move(values);
+  std::copy(values, values + n,
+            d_->args.begin() + static_cast<std::ptrdiff_t>(core) * static_cast<std::ptrdiff_t>(n));
   return *this;
 }
 

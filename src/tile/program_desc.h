@@ -43,7 +43,7 @@ struct Program::Desc {
   std::vector<std::string> semaphores;
   std::vector<std::pair<std::string, int64_t>> constants;
   std::vector<std::string> arg_names;
-  std::vector<std::vector<int64_t>> args;  // per core
+  std::vector<int64_t> args;  // per core, arg_names.size() values each (zeros where not set)
   std::vector<std::string> dm_roles{"reader", "writer"};
   std::string compute_role = "compute";
   int compute_warps = 0;  // on a GPU; 0: the default

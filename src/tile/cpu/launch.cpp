@@ -55,8 +55,9 @@ void launch(Program::Desc& d) {
     core->index = i;
     core->x = i % g.cols;
     core->y = i / g.cols;
-    core->args.assign(d.args[i].begin(), d.args[i].end());
-    if (core->args.empty()) core->args.assign(d.arg_names.size(), 0);
+    const size_t n = d.arg_names.size();
+    core->args.assign(d.args.begin() + static_cast<std::ptrdiff_t>(i * n),
+                      d.args.begin() + static_cast<std::ptrdiff_t>((i + 1) * n));
     for (auto& cb : d.cbs) {
       CBState s;
       s.decl = &cb;

@@ -6,6 +6,7 @@
 // that talk across cores (semaphores, or any 2D grid, which may multicast) need every core resident at once:
 // they go through a cooperative launch, which the driver refuses when the grid does not fit instead of
 // letting it hang.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -242,9 +243,7 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
   // comes back the same way after the kernel
   LaunchSlot host = take_slot(c, static_cast<size_t>(cores) * d.arg_names.size() * sizeof(long long));
   long long* args = static_cast<long long*>(host.args);
-  for (int core = 0; core < cores; core++)
-    for (size_t a = 0; a < d.arg_names.size(); a++)
-      args[core * d.arg_names.size() + a] = a < d.args[core].size() ? d.args[core][a] : 0;
+  std::copy(d.args.begin(), d.args.end(), args);
   long long timeout = timeout_ms();
   p.args = base + at_args;
   p.sems = base + at_sems;
