@@ -90,10 +90,16 @@ std::string generate_source(const Program::Desc& d, Target target) {
          "(const __grid_constant__ kiln::tile::cuda_abi::Params params, "
          "const __grid_constant__ kiln::tile::cuda_abi::TensorMaps maps) {\n";
     s += "  kiln::tile::cuda::block_start(params, &maps);\n";
+    // each role's branch tells the compiler which threads run it, so the runtime's role tests
+    // (is_compute) fold away inside the inlined role
     s += "  const int role = kiln::tile::cuda::role();\n";
     for (size_t r = 0; r < d.dm_roles.size(); r++)
-      s += "  if (role == " + std::to_string(r) + ") " + d.dm_roles[r] + "();\n";
-    s += "  if (role == " + std::to_string(d.dm_roles.size()) + ") " + d.compute_role + "();\n";
+      s += "  if (role == " + std::to_string(r) +
+           ") { __builtin_assume(threadIdx.x / 32 == " + "KILN_TILE_COMPUTE_WARPS + " + std::to_string(r) +
+           "); " + d.dm_roles[r] + "(); }\n";
+    s += "  if (role == " + std::to_string(d.dm_roles.size()) +
+         ") { __builtin_assume(threadIdx.x < kiln::tile::cuda::kComputeThreads); " + d.compute_role +
+         "(); }\n";
     s += "  kiln::tile::cuda::role_end();\n}\n";
     return s;
   }

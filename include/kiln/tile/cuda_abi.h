@@ -7,9 +7,10 @@
 namespace kiln::tile::cuda_abi {
 
 inline constexpr int kMaxTensors = 16;
-inline constexpr int kMaxCBs = 32;  // CB ids and ring slots are packed into 5 bits each
+inline constexpr int kMaxCBs = 24;  // CB ids and ring slots are packed into 5 bits each
 inline constexpr int kMaxSlots = 32;
 inline constexpr int kMaxErrors = 16;  // records kept; the count goes on
+inline constexpr int kMaxArgs = 16;    // runtime args per core (each core keeps its own in shared memory)
 inline constexpr int kFileChars = 96;
 // Shared memory per CB slot ahead of the rings: full, empty and dma mbarriers, the DMA count and
 // the padding signature, 8 bytes each.
@@ -76,10 +77,11 @@ struct ErrorLog {
 struct Params {
   TensorParam tensors[kMaxTensors];
   CBParam cbs[kMaxCBs];
-  unsigned long long args;    // long long[cores][nargs]
-  unsigned long long sems;    // long long[cores][nsems], zeroed before the launch
-  unsigned long long mcast;   // unsigned[cores][ncbs][4] multicast counters, zeroed
-  unsigned long long errors;  // ErrorLog, zeroed
+  unsigned long long args;       // long long[cores][nargs] in host memory mapped for the device
+  unsigned long long sems;       // long long[cores][nsems], zeroed before the launch
+  unsigned long long mcast;      // unsigned[cores][ncbs][4] multicast counters, zeroed
+  unsigned long long errors;     // ErrorLog, zeroed
+  unsigned long long host_flag;  // unsigned in mapped host memory: set to 1 at the first failure
   unsigned long long timeout_ns;
   unsigned long long trace;  // KILN_TILE_TRACE: unsigned long long count, then trace_cap records
   int ntensors, ncbs, nargs, nsems;

@@ -55,12 +55,16 @@ struct alignas(16) Vec16 {
 }  // namespace kiln::tile::cuda
 
 // the host reserves 2048 bytes of shared memory for this state (kStaticSharedReserve)
-static_assert(sizeof(kiln::tile::cuda_abi::Params) + sizeof(kiln::tile::cuda::BlockState) <= 2048,
+static_assert(sizeof(kiln::tile::cuda_abi::Params) + sizeof(kiln::tile::cuda::BlockState) +
+                      8 * kiln::tile::cuda_abi::kMaxArgs <=
+                  2048,
               "kiln.tile: the runtime's per-block state outgrew its shared-memory reserve");
 
 // The launch parameters, copied from the kernel's argument into shared memory at block start.
 __shared__ kiln::tile::cuda_abi::Params kiln_tile_params;
 __shared__ kiln::tile::cuda::BlockState kiln_tile_block;
+// this core's runtime args, copied from host memory at block start
+__shared__ long long kiln_tile_args[kiln::tile::cuda_abi::kMaxArgs];
 // CB barriers, counters and rings (host layout); aligned for mbarriers (8) and bulk copies (16)
 extern __shared__ __align__(128) unsigned char kiln_tile_smem[];
 
@@ -300,6 +304,10 @@ inline void record(int kind, int object, abi::Loc at, long long v0 = 0, long lon
   }
   __threadfence();
   atomicExch(&log->abort, 1u);
+  if (P().host_flag) {  // the host checks this word when the launch is done
+    *reinterpret_cast<volatile unsigned*>(P().host_flag) = 1u;
+    __threadfence_system();
+  }
 }
 inline bool aborted() { return ld_volatile(&reinterpret_cast<cuda_abi::ErrorLog*>(P().errors)->abort) != 0; }
 
@@ -386,10 +394,7 @@ inline void check_cb(int id, abi::Loc at) {
 inline int core_index() { return kiln_tile_block.core; }
 inline int core_x() { return kiln_tile_block.core % P().grid_cols; }
 inline int core_y() { return kiln_tile_block.core / P().grid_cols; }
-inline const long long* args() {
-  return reinterpret_cast<const long long*>(P().args) +
-         static_cast<long long>(kiln_tile_block.core) * P().nargs;
-}
+inline const long long* args() { return kiln_tile_args; }
 inline void tensor_dims(int t, long long* rows, long long* cols) {
   const cuda_abi::TensorParam& v = P().tensors[t];
   *rows = v.tiles ? (v.rows + 31) / 32 : v.rows;
@@ -895,6 +900,17 @@ constexpr int unroll_for(int per, int most) {
   while (per % u != 0) u--;
   return u;
 }
+// step(u0) for u0 = 0, by, 2 * by, ... < n: unrolled where that makes at most 16 steps (their
+// shared-memory reads and shuffles then overlap across steps, and the indices are constants).
+template <int n, int by, class Step>
+inline void unrolled_steps(Step step) {
+  if constexpr (n / by <= 16) {
+#pragma unroll
+    for (int u0 = 0; u0 < n; u0 += by) step(u0);
+  } else {
+    for (int u0 = 0; u0 < n; u0 += by) step(u0);
+  }
+}
 // out[i * W + j] = f(i, j) for the H x W elements of a block, split over the role's threads
 // (consecutive threads take consecutive columns, so a warp covers 32 columns of one row). Each
 // compute thread evaluates several elements before it stores any, so their shared-memory reads
@@ -946,7 +962,7 @@ inline void for_rows4(T* out, F f, Put put) {
     return;
   }
   const int w = warp(), c0 = 4 * lane();
-  for (int u0 = 0; u0 < per; u0 += unroll) {
+  unrolled_steps<per, unroll>([&](int u0) {
     decltype(f(0, 0)) v[unroll];
 #pragma unroll
     for (int u = 0; u < unroll; u++)
@@ -954,7 +970,7 @@ inline void for_rows4(T* out, F f, Put put) {
 #pragma unroll
     for (int u = 0; u < unroll; u++)
       put(out + (w + (u0 + u) / per_row * KILN_TILE_COMPUTE_WARPS) * W + c0 + (u0 + u) % per_row * 128, v[u]);
-  }
+  });
 }
 // The same one element at a time (W a multiple of 32): lane l takes columns l, l + 32, ...
 template <int H, int W, class T, class F>
@@ -965,7 +981,7 @@ inline void for_rows(T* out, F f) {
     return;
   }
   const int w = warp(), c0 = lane();
-  for (int u0 = 0; u0 < per; u0 += unroll) {
+  unrolled_steps<per, unroll>([&](int u0) {
     T v[unroll];
 #pragma unroll
     for (int u = 0; u < unroll; u++)
@@ -973,7 +989,7 @@ inline void for_rows(T* out, F f) {
 #pragma unroll
     for (int u = 0; u < unroll; u++)
       out[(w + (u0 + u) / per_row * KILN_TILE_COMPUTE_WARPS) * W + c0 + (u0 + u) % per_row * 32] = v[u];
-  }
+  });
 }
 // After a thread wrote a block: the writes are ordered before bulk copies out of it; `crossed`: the
 // store read across warps, so the next one starts with a barrier.
@@ -992,6 +1008,9 @@ inline void block_start(const cuda_abi::Params& p, const cuda_abi::TensorMaps* m
     reinterpret_cast<unsigned*>(&kiln_tile_params)[i] = reinterpret_cast<const unsigned*>(&p)[i];
   for (int i = static_cast<int>(threadIdx.x); i < static_cast<int>(p.barrier_bytes / 4); i += kThreads)
     reinterpret_cast<unsigned*>(kiln_tile_smem)[i] = 0;
+  const long long core = static_cast<long long>(blockIdx.y) * gridDim.x + blockIdx.x;
+  if (static_cast<int>(threadIdx.x) < p.nargs)
+    kiln_tile_args[threadIdx.x] = reinterpret_cast<const long long*>(p.args)[core * p.nargs + threadIdx.x];
   __syncthreads();
   if (threadIdx.x == 0) {
     kiln_tile_block.core = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x);

@@ -291,16 +291,24 @@ struct Reduce {
     if constexpr (Dim == 1) {
       // every lane of a warp evaluates the same element row (stores give a warp 32 consecutive
       // columns of one row): the lanes split the row and combine by shuffles
+      // (a fixed count of reads per lane, all issued before the sums: a tree, not a chain)
       const int lane = static_cast<int>(threadIdx.x & 31);
-      float acc = Max ? -inf() : 0.0f;
-      if constexpr (n % 128 == 0) {  // four consecutive columns per lane
-        for (int k = 4 * lane; k < n; k += 128) {
-          F4 x = a.at4(i, k);
-          acc = combine(combine(acc, x.v[0]), combine(x.v[1], combine(x.v[2], x.v[3])));
+      constexpr int four = n % 128 == 0, per = four ? n / 128 : n / 32;
+      float part[per];
+#pragma unroll
+      for (int k = 0; k < per; k++) {
+        if constexpr (four) {  // four consecutive columns per lane
+          F4 x = a.at4(i, 128 * k + 4 * lane);
+          part[k] = combine(combine(x.v[0], x.v[1]), combine(x.v[2], x.v[3]));
+        } else {
+          part[k] = a.at(i, 32 * k + lane);
         }
-      } else {
-        for (int k = lane; k < n; k += 32) acc = combine(acc, a.at(i, k));
       }
+#pragma unroll
+      for (int w = 1; w < per; w *= 2)
+#pragma unroll
+        for (int k = 0; k + w < per; k += 2 * w) part[k] = combine(part[k], part[k + w]);
+      float acc = part[0];
       for (int o = 16; o > 0; o >>= 1) acc = combine(acc, __shfl_xor_sync(0xffffffffu, acc, o));
       return j == 0 ? acc : 0.0f;
     }

@@ -62,6 +62,7 @@ Loaded load() {
   bind(cu, a.cuMemFree, "cuMemFree_v2", missing);
   bind(cu, a.cuMemGetInfo, "cuMemGetInfo_v2", missing);
   bind(cu, a.cuMemHostAlloc, "cuMemHostAlloc", missing);
+  bind(cu, a.cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", missing);
   bind(cu, a.cuMemFreeHost, "cuMemFreeHost", missing);
   bind(cu, a.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", missing);
   bind(cu, a.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", missing);
@@ -82,7 +83,6 @@ Loaded load() {
   bind(cu, a.cuModuleGetFunction, "cuModuleGetFunction", missing);
   bind(cu, a.cuFuncSetAttribute, "cuFuncSetAttribute", missing);
   bind(cu, a.cuLaunchKernel, "cuLaunchKernel", missing);
-  a.cuStreamQuery = reinterpret_cast<decltype(a.cuStreamQuery)>(dlsym(cu, "cuStreamQuery"));
   a.cuEventQuery = reinterpret_cast<decltype(a.cuEventQuery)>(dlsym(cu, "cuEventQuery"));
   a.cuLaunchCooperativeKernel =
       reinterpret_cast<decltype(a.cuLaunchCooperativeKernel)>(dlsym(cu, "cuLaunchCooperativeKernel"));

@@ -67,6 +67,7 @@ struct Api {
   int (*cuMemFree)(CUdeviceptr);
   int (*cuMemGetInfo)(size_t*, size_t*);
   int (*cuMemHostAlloc)(void**, size_t, unsigned);
+  int (*cuMemHostGetDevicePointer)(CUdeviceptr*, void*, unsigned);
   int (*cuMemFreeHost)(void*);
   int (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);
   int (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);
@@ -74,8 +75,7 @@ struct Api {
   int (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
   int (*cuStreamCreate)(CUstream*, unsigned);
   int (*cuStreamSynchronize)(CUstream);
-  int (*cuStreamQuery)(CUstream);  // optional (null when missing)
-  int (*cuEventQuery)(CUevent);    // optional (null when missing)
+  int (*cuEventQuery)(CUevent);  // optional (null when missing)
   int (*cuEventCreate)(CUevent*, unsigned);
   int (*cuEventRecord)(CUevent, CUstream);
   int (*cuEventSynchronize)(CUevent);

@@ -1,8 +1,10 @@
 // Tile launches in flight on a GPU: a launch returns once its kernel is queued, like any other GPU
-// work; the first words of its error log come back into a pinned slot after the kernel, and the
-// launch is checked when the host next waits for the device (runtime::cuda::synchronize, a copy to
-// or from the device), when a later launch finds it done, or when its pinned slot is needed again.
-// A failed launch's error is thrown there, naming its program.
+// work. Each launch takes a slot: pinned host memory the device reads and writes directly (the
+// runtime args, and a flag the kernel sets at its first failure) and a device error log kept zeroed
+// between uses, so a launch queues no copies of its own. The launch is checked when the host next
+// waits for the device (runtime::cuda::synchronize, a copy to or from the device), when a later
+// launch finds it done, or when its slot is needed again. A failed launch's error is thrown there,
+// naming its program.
 #include <algorithm>
 #include <chrono>
 #include <deque>
@@ -21,13 +23,16 @@ namespace rc = runtime::cuda;
 
 constexpr int kErrorNotReady = 600;     // CUDA_ERROR_NOT_READY
 constexpr unsigned kEventNoTiming = 2;  // CU_EVENT_DISABLE_TIMING
-constexpr size_t kLogHeadBytes = 64;    // a slot: the error log's first words, then the runtime args
+constexpr unsigned kHostDeviceMap = 2;  // CU_MEMHOSTALLOC_DEVICEMAP
+constexpr size_t kFlagBytes = 64;       // a slot's host memory: the failure flag, then the runtime args
 constexpr size_t kMaxSlots = 64;        // launches in flight per device before one is waited for
 
 struct Slot {
-  void* host = nullptr;
+  void* host = nullptr;  // pinned, mapped for the device at `device`
+  rc::CUdeviceptr device = 0;
   size_t capacity = 0;
-  rc::CUevent done = nullptr;  // recorded after the launch's log copy
+  rc::CUdeviceptr log = 0;     // a cuda_abi::ErrorLog, zero whenever the slot is free
+  rc::CUevent done = nullptr;  // recorded after the launch
   bool busy = false;
 };
 
@@ -35,8 +40,7 @@ struct Pending {
   int slot;
   std::shared_ptr<Program::Desc> desc;
   std::vector<Tensor> inputs;       // alive until the kernel ran
-  std::shared_ptr<Buffer> scratch;  // holds the error log on the device
-  size_t at_log;
+  std::shared_ptr<Buffer> scratch;  // the launch's semaphores and multicast state, if any
   long long timeout_ms;
 };
 
@@ -99,21 +103,24 @@ void retire(Queue& q, rc::Context& c, int ordinal, bool block) {
       wait(c, s, p);
     else if (!done(c, s))
       return;
-    const bool logged = static_cast<const unsigned*>(s.host)[0] != 0;
+    const bool logged = static_cast<const volatile unsigned*>(s.host)[0] != 0;
     Pending finished = std::move(p);
     q.pending.pop_front();
-    s.busy = false;
-    if (!logged) continue;
-    cuda_abi::ErrorLog log;  // records: fetch the whole log
+    if (!logged) {
+      s.busy = false;
+      continue;
+    }
+    cuda_abi::ErrorLog log;  // records: fetch the whole log, then zero it for the slot's next launch
     checking = true;
     try {
-      rc::download(ordinal, &log, reinterpret_cast<rc::CUdeviceptr>(finished.scratch->data) + finished.at_log,
-                   sizeof log);
+      rc::download(ordinal, &log, s.log, sizeof log);
+      rc::check(c.api->cuMemsetD8Async(s.log, 0, sizeof log, c.stream), "cuMemsetD8Async");
     } catch (...) {
       checking = false;
       throw;
     }
     checking = false;
+    s.busy = false;
     if (std::string msg = describe_errors(*finished.desc, log, finished.timeout_ms); !msg.empty())
       throw Error(msg);
   }
@@ -131,7 +138,14 @@ LaunchSlot take_slot(rc::Context& c, size_t arg_bytes) {
   Queue& q = queue(c.ordinal);
   std::lock_guard<std::mutex> l(q.mu);
   retire(q, c, c.ordinal, false);
-  const size_t need = kLogHeadBytes + arg_bytes;
+  const size_t need = kFlagBytes + arg_bytes;
+  auto hand_out = [&](size_t i) {
+    Slot& s = q.slots[i];
+    s.busy = true;
+    static_cast<volatile unsigned*>(s.host)[0] = 0;
+    return LaunchSlot{static_cast<int>(i), static_cast<char*>(s.host) + kFlagBytes, s.device + kFlagBytes,
+                      s.device, s.log};
+  };
   for (;;) {
     int small = -1;  // a free slot too small for these args
     for (size_t i = 0; i < q.slots.size(); i++) {
@@ -141,9 +155,7 @@ LaunchSlot take_slot(rc::Context& c, size_t arg_bytes) {
         small = static_cast<int>(i);
         continue;
       }
-      s.busy = true;
-      return LaunchSlot{static_cast<int>(i), static_cast<unsigned*>(s.host),
-                        static_cast<char*>(s.host) + kLogHeadBytes};
+      return hand_out(i);
     }
     if (small >= 0 || q.slots.size() < kMaxSlots) {
       if (small < 0) {
@@ -155,23 +167,34 @@ LaunchSlot take_slot(rc::Context& c, size_t arg_bytes) {
       s.host = nullptr;
       s.capacity = 0;
       if (!s.done) rc::check(c.api->cuEventCreate(&s.done, kEventNoTiming), "cuEventCreate");
-      rc::check(c.api->cuMemHostAlloc(&s.host, std::max<size_t>(need, 4096), 0), "cuMemHostAlloc");
-      s.capacity = std::max<size_t>(need, 4096);
-      s.busy = true;
-      return LaunchSlot{small, static_cast<unsigned*>(s.host), static_cast<char*>(s.host) + kLogHeadBytes};
+      if (!s.log) {
+        rc::check(c.api->cuMemAlloc(&s.log, sizeof(cuda_abi::ErrorLog)), "cuMemAlloc");
+        rc::check(c.api->cuMemsetD8Async(s.log, 0, sizeof(cuda_abi::ErrorLog), c.stream), "cuMemsetD8Async");
+      }
+      // room for the largest args seen so far and some more, so slots are not remade as sizes alternate
+      const size_t size = std::max<size_t>(2 * need, 8192);
+      rc::check(c.api->cuMemHostAlloc(&s.host, size, kHostDeviceMap), "cuMemHostAlloc");
+      rc::check(c.api->cuMemHostGetDevicePointer(&s.device, s.host, 0), "cuMemHostGetDevicePointer");
+      s.capacity = size;
+      return hand_out(static_cast<size_t>(small));
     }
     retire(q, c, c.ordinal, true);  // every slot busy: wait for the launches in flight
   }
 }
 
+void drop_slot(rc::Context& c, const LaunchSlot& slot) {
+  Queue& q = queue(c.ordinal);
+  std::lock_guard<std::mutex> l(q.mu);
+  q.slots[static_cast<size_t>(slot.index)].busy = false;
+}
+
 void queue_check(rc::Context& c, const LaunchSlot& slot, std::shared_ptr<Program::Desc> desc,
-                 std::vector<Tensor> inputs, std::shared_ptr<Buffer> scratch, size_t at_log,
-                 long long timeout_ms) {
+                 std::vector<Tensor> inputs, std::shared_ptr<Buffer> scratch, long long timeout_ms) {
   Queue& q = queue(c.ordinal);
   std::lock_guard<std::mutex> l(q.mu);
   rc::check(c.api->cuEventRecord(q.slots[static_cast<size_t>(slot.index)].done, c.stream), "cuEventRecord");
   q.pending.push_back(
-      Pending{slot.index, std::move(desc), std::move(inputs), std::move(scratch), at_log, timeout_ms});
+      Pending{slot.index, std::move(desc), std::move(inputs), std::move(scratch), timeout_ms});
 }
 
 void finish(int ordinal) {

@@ -1,10 +1,11 @@
 // Launches a tile program on a GPU: lays out each core's CB rings in shared memory, binds the
-// tensors (inputs moved to the device when they are elsewhere, outputs zero-filled there), fills
-// one device scratch allocation (launch parameters, runtime args, semaphores, multicast counters
-// and mailboxes, the error log), queues one thread block per core and the check of the error log
-// (src/tile/cuda/in_flight.cpp: a failed launch's kiln::Error surfaces when the host next waits). Programs
-// that talk across cores (semaphores, or any 2D grid, which may multicast) need every core resident at once:
-// they go through a cooperative launch, which the driver refuses when the grid does not fit instead of
+// tensors (inputs moved to the device when they are elsewhere, outputs zero-filled there where
+// asked), puts the runtime args in the launch's slot (host memory the kernel reads at its start),
+// zeroes device scratch for the semaphores and multicast state of kernels that use them, and
+// queues one thread block per core and the launch's check (src/tile/cuda/in_flight.cpp: a failed
+// launch's kiln::Error surfaces when the host next waits). Programs that talk across cores
+// (semaphores, or any 2D grid, which may multicast) need every core resident at once: they go
+// through a cooperative launch, which the driver refuses when the grid does not fit instead of
 // letting it hang.
 #include <algorithm>
 #include <cstdio>
@@ -57,6 +58,9 @@ void check_limits(const Program::Desc& d) {
   if (d.cbs.size() > static_cast<size_t>(cuda_abi::kMaxCBs))
     fail(d, std::to_string(d.cbs.size()) + " CBs; the GPU backend supports at most " +
                 std::to_string(cuda_abi::kMaxCBs));
+  if (d.arg_names.size() > static_cast<size_t>(cuda_abi::kMaxArgs))
+    fail(d, std::to_string(d.arg_names.size()) + " runtime args; the GPU backend takes at most " +
+                std::to_string(cuda_abi::kMaxArgs));
   for (auto& c : d.cbs)
     if (c.buffer_factor > cuda_abi::kMaxSlots)
       fail(d, "CB '" + c.name + "' has a buffer factor of " + std::to_string(c.buffer_factor) +
@@ -123,8 +127,8 @@ void allow_shared(rc::Context& c, rc::CUfunction f, size_t smem) {
 // piece of a grid row (at most 8 cores, dividing the row), then as many rows as keep it within 8
 // cores. A multicast to cores of the sender's cluster writes into their shared memory directly
 // (cuda_device.h: mcast). 1 x 1: no clusters.
-std::pair<unsigned, unsigned> cluster_shape(const Program::Desc& d) {
-  if (!multicasts(d)) return {1, 1};
+std::pair<unsigned, unsigned> cluster_shape(const Program::Desc& d, bool mcasts) {
+  if (!mcasts) return {1, 1};
   unsigned cx = 1, cy = 1;
   for (unsigned x = 1; x <= 8; x++)
     if (d.grid.cols % x == 0) cx = x;
@@ -213,42 +217,45 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
   cuda_abi::TensorMaps maps;  // a kernel argument: copied at the launch
   encode_tensor_maps(d, layout, c, p, maps);
 
-  // one scratch allocation: [params][error log][args][semaphores][multicast counters][mailboxes]
+  // runtime args in the launch's slot (host memory the kernel reads), its error log there too;
+  // semaphores, multicast counters and mailboxes, and the trace in one zeroed device allocation,
+  // only for kernels that use them
   const int cores = d.grid.size();
-  const bool cross_core = !d.semaphores.empty() || d.grid.is_2d;
+  const bool cross_core = !d.semaphores.empty() || d.grid.is_2d, mcasts = multicasts(d);
   size_t off = 0;
   auto take = [&](size_t bytes) {
     size_t at = off;
     off = align_up(off + bytes, 256);
     return at;
   };
-  size_t at_log = take(sizeof(cuda_abi::ErrorLog));
-  size_t at_args = take(static_cast<size_t>(cores) * d.arg_names.size() * 8 + 8);
-  size_t at_sems = take(static_cast<size_t>(cores) * d.semaphores.size() * 8 + 8);
-  size_t at_mcast =
-      take(multicasts(d) ? static_cast<size_t>(cores) * d.cbs.size() * cuda_abi::kMcastWords * 4 : 16);
+  const size_t at_sems =
+      d.semaphores.empty() ? 0 : take(static_cast<size_t>(cores) * d.semaphores.size() * 8);
+  const size_t at_mcast =
+      mcasts ? take(static_cast<size_t>(cores) * d.cbs.size() * cuda_abi::kMcastWords * 4) : 0;
   const int traced = trace_core();  // the kernel records when it was compiled with the same setting
   const bool tracing = traced >= 0 && traced < cores;
   constexpr int kTraceCap = 1 << 16;
-  size_t at_trace = take(tracing ? 8 * (1 + static_cast<size_t>(kTraceCap)) : 8);
+  const size_t at_trace = tracing ? take(8 * (1 + static_cast<size_t>(kTraceCap))) : 0;
   std::vector<size_t> at_mailbox(d.cbs.size(), 0);
-  if (multicasts(d))
+  if (mcasts)
     for (size_t i = 0; i < d.cbs.size(); i++)
       at_mailbox[i] = take(static_cast<size_t>(cores) * p.cbs[i].block_bytes);
-  auto scratch = std::make_shared<Buffer>(DType::U8, static_cast<int64_t>(off), dev);
-  const unsigned long long base = reinterpret_cast<unsigned long long>(scratch->data);
-  rc::check(c.api->cuMemsetD8Async(base, 0, off, c.stream), "cuMemsetD8Async");
-
-  // runtime args go up from a pinned slot, queued like the rest; the header of the error log
-  // comes back the same way after the kernel
-  LaunchSlot host = take_slot(c, static_cast<size_t>(cores) * d.arg_names.size() * sizeof(long long));
-  long long* args = static_cast<long long*>(host.args);
-  std::copy(d.args.begin(), d.args.end(), args);
+  std::shared_ptr<Buffer> scratch;
+  unsigned long long base = 0;
+  if (off > 0) {
+    scratch = std::make_shared<Buffer>(DType::U8, static_cast<int64_t>(off), dev);
+    base = reinterpret_cast<unsigned long long>(scratch->data);
+    rc::check(c.api->cuMemsetD8Async(base, 0, off, c.stream), "cuMemsetD8Async");
+  }
+  const size_t arg_bytes = d.args.size() * sizeof(long long);
+  LaunchSlot slot = take_slot(c, arg_bytes);
+  if (arg_bytes) std::memcpy(slot.args, d.args.data(), arg_bytes);
   long long timeout = timeout_ms();
-  p.args = base + at_args;
-  p.sems = base + at_sems;
-  p.mcast = base + at_mcast;
-  p.errors = base + at_log;
+  p.args = slot.args_device;
+  p.sems = d.semaphores.empty() ? 0 : base + at_sems;
+  p.mcast = mcasts ? base + at_mcast : 0;
+  p.errors = slot.log;
+  p.host_flag = slot.flag_device;
   p.timeout_ns = static_cast<unsigned long long>(timeout) * 1000000ull;
   p.trace = tracing ? base + at_trace : 0;
   p.trace_cap = tracing ? kTraceCap : 0;
@@ -258,40 +265,40 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
   p.nsems = static_cast<int>(d.semaphores.size());
   p.cores = cores;
   p.grid_cols = d.grid.cols;
-  for (size_t i = 0; i < d.cbs.size(); i++) p.cbs[i].mailbox = multicasts(d) ? base + at_mailbox[i] : 0;
+  for (size_t i = 0; i < d.cbs.size(); i++) p.cbs[i].mailbox = mcasts ? base + at_mailbox[i] : 0;
   p.barrier_bytes = static_cast<unsigned>(layout.barrier_bytes);
-  if (!d.arg_names.empty())
-    rc::check(c.api->cuMemcpyHtoDAsync(base + at_args, args,
-                                       static_cast<size_t>(cores) * d.arg_names.size() * 8, c.stream),
-              "cuMemcpyHtoDAsync");
 
-  void* kernel_args[] = {&p, &maps};  // by value (__grid_constant__ kernel arguments)
-  unsigned gx = static_cast<unsigned>(d.grid.cols), gy = static_cast<unsigned>(d.grid.rows);
-  unsigned threads = static_cast<unsigned>(cuda_threads(d));
-  std::string resident =
-      "its " + std::to_string(cores) +
-      " cores talk to each other (semaphores or a 2D grid), so all must be resident on the GPU "
-      "at once, and " +
-      dev.str() + " (" + std::to_string(c.info.multiprocessors) +
-      " multiprocessors) does not fit them: use fewer cores";
-  auto [cx, cy] = cluster_shape(d);
-  if (cross_core && cx * cy > 1 && launch_in_clusters(c, f, gx, gy, threads, smem, cx, cy, kernel_args)) {
-    stats().tile_cluster_launches++;
-  } else if (cross_core && c.api->cuLaunchCooperativeKernel) {
-    int r = c.api->cuLaunchCooperativeKernel(f, gx, gy, 1, threads, 1, 1, static_cast<unsigned>(smem),
-                                             c.stream, kernel_args);
-    if (r == kErrorCoopTooLarge) fail(d, resident);
-    rc::check(r, "cuLaunchCooperativeKernel");
-  } else {
-    if (cross_core && cores > c.info.multiprocessors) fail(d, resident);
-    rc::check(c.api->cuLaunchKernel(f, gx, gy, 1, threads, 1, 1, static_cast<unsigned>(smem), c.stream,
-                                    kernel_args, nullptr),
-              "cuLaunchKernel");
+  try {                                 // a launch the driver refuses gives its slot back
+    void* kernel_args[] = {&p, &maps};  // by value (__grid_constant__ kernel arguments)
+    unsigned gx = static_cast<unsigned>(d.grid.cols), gy = static_cast<unsigned>(d.grid.rows);
+    unsigned threads = static_cast<unsigned>(cuda_threads(d));
+    auto resident = [&] {
+      return "its " + std::to_string(cores) +
+             " cores talk to each other (semaphores or a 2D grid), so all must be resident on the GPU "
+             "at once, and " +
+             dev.str() + " (" + std::to_string(c.info.multiprocessors) +
+             " multiprocessors) does not fit them: use fewer cores";
+    };
+    auto [cx, cy] = cluster_shape(d, mcasts);
+    if (cross_core && cx * cy > 1 && launch_in_clusters(c, f, gx, gy, threads, smem, cx, cy, kernel_args)) {
+      stats().tile_cluster_launches++;
+    } else if (cross_core && c.api->cuLaunchCooperativeKernel) {
+      int r = c.api->cuLaunchCooperativeKernel(f, gx, gy, 1, threads, 1, 1, static_cast<unsigned>(smem),
+                                               c.stream, kernel_args);
+      if (r == kErrorCoopTooLarge) fail(d, resident());
+      rc::check(r, "cuLaunchCooperativeKernel");
+    } else {
+      if (cross_core && cores > c.info.multiprocessors) fail(d, resident());
+      rc::check(c.api->cuLaunchKernel(f, gx, gy, 1, threads, 1, 1, static_cast<unsigned>(smem), c.stream,
+                                      kernel_args, nullptr),
+                "cuLaunchKernel");
+    }
+  } catch (...) {
+    drop_slot(c, slot);
+    throw;
   }
   stats().tile_launches++;
-  rc::check(c.api->cuMemcpyDtoHAsync(host.log_head, base + at_log, sizeof(unsigned) * 2, c.stream),
-            "cuMemcpyDtoHAsync");
-  queue_check(c, host, desc, std::move(inputs), scratch, at_log, timeout);
+  queue_check(c, slot, desc, std::move(inputs), scratch, timeout);
   if (tracing) {  // printed before any error: the timeline of a deadlock is worth seeing too
     auto read = [&](void* to, size_t at, size_t bytes) {  // not through download: it would check first
       rc::check(c.api->cuMemcpyDtoHAsync(to, base + at, bytes, c.stream), "cuMemcpyDtoHAsync");

@@ -25,19 +25,23 @@ std::string describe_errors(const Program::Desc& d, const cuda_abi::ErrorLog& lo
 std::string role_name(const Program::Desc& d, int role);
 std::string cb_name(const Program::Desc& d, int i);
 std::string semaphore_name(const Program::Desc& d, int i);
-// Launches in flight (src/tile/cuda/in_flight.cpp). A launch takes a pinned slot for its runtime
-// args going up and its error log's first words coming back, queues its work, then queue_check;
-// the launch is checked once its kernel ran, at the latest by finish (which every wait of the host
-// for the device calls), and a failed one's error thrown there.
+// Launches in flight (src/tile/cuda/in_flight.cpp). A launch takes a slot (pinned host memory the
+// kernel reads its runtime args from and flags its first failure in, and a zeroed device error
+// log), queues its kernel, then queue_check; the launch is checked once its kernel ran, at the
+// latest by finish (which every wait of the host for the device calls), and a failed one's error
+// thrown there.
 struct LaunchSlot {
   int index;
-  unsigned* log_head;  // the error log's count and abort flag, after the kernel
-  void* args;
+  void* args;                              // host address of the runtime args
+  runtime::cuda::CUdeviceptr args_device;  // the same memory as the kernel sees it
+  runtime::cuda::CUdeviceptr flag_device;  // the failure flag, as the kernel sees it
+  runtime::cuda::CUdeviceptr log;          // the device error log
 };
 LaunchSlot take_slot(runtime::cuda::Context& c, size_t arg_bytes);
+// Gives back a slot whose launch was not queued.
+void drop_slot(runtime::cuda::Context& c, const LaunchSlot& slot);
 void queue_check(runtime::cuda::Context& c, const LaunchSlot& slot, std::shared_ptr<Program::Desc> desc,
-                 std::vector<Tensor> inputs, std::shared_ptr<Buffer> scratch, size_t at_log,
-                 long long timeout_ms);
+                 std::vector<Tensor> inputs, std::shared_ptr<Buffer> scratch, long long timeout_ms);
 // Waits for cuda:ordinal's launches in flight; throws the first failed one's error.
 void finish(int ordinal);
 // The summary of a KILN_TILE_TRACE timeline: the records kept (in any order) and how many the

@@ -196,7 +196,10 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
     p.input("x", x, e).input("dout", dout.to(t), e).input("w", weight.to(t), e);
     p.input("mean", mean.reshape({N, 1}), e).input("rstd", rstd.reshape({N, 1}), e);
     p.input("dweight_in", dw_in, e).input("dbias_in", db_in.to(gt), e);
-    p.output("dx", x.shape(), t, e, Fill::None).output("dweight", {C}, gt, e).output("dbias", {C}, gt, e);
+    // every element written (dweight and dbias piece by piece; without WGRAD they are not returned)
+    p.output("dx", x.shape(), t, e, Fill::None)
+        .output("dweight", {C}, gt, e, Fill::None)
+        .output("dbias", {C}, gt, e, Fill::None);
     // the weight gradients' partial sums: a row of C per core (dx alone needs none), each written whole
     const int64_t part_rows = wgrad ? cores : 1;
     p.output("part_dw", {part_rows, C}, f32, e, Fill::None)
