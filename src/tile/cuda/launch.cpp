@@ -268,7 +268,8 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
   for (size_t i = 0; i < d.cbs.size(); i++) p.cbs[i].mailbox = mcasts ? base + at_mailbox[i] : 0;
   p.barrier_bytes = static_cast<unsigned>(layout.barrier_bytes);
 
-  try {                                 // a launch the driver refuses gives its slot back
+  // a launch the driver refuses gives its slot back
+  try {
     void* kernel_args[] = {&p, &maps};  // by value (__grid_constant__ kernel arguments)
     unsigned gx = static_cast<unsigned>(d.grid.cols), gy = static_cast<unsigned>(d.grid.rows);
     unsigned threads = static_cast<unsigned>(cuda_threads(d));
