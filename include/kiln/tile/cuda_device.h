@@ -41,9 +41,9 @@ struct WarpCounters {
 struct BlockState {
   const cuda_abi::TensorMaps* maps;  // the kernel's tensor-map argument
   int core;
-  // bit w, kept by warp w's lane 0 (compute_begin / compute_end): its last store read what other
+  // per warp, kept by its lane 0 (compute_begin / compute_end): its last store read what other
   // warps write; it stored into a block since the role's last barrier
-  unsigned store_crossed, stored;
+  unsigned char store_crossed[32], stored[32];
   long long bcast[kRoles];  // a value the role's leader hands to the rest of the role
 };
 
@@ -88,15 +88,16 @@ inline int lane() { return static_cast<int>(threadIdx.x & 31); }
 // KILN_TILE_COMPUTE_WARPS times in all.
 inline unsigned arrivals() { return is_compute() ? 1u : static_cast<unsigned>(KILN_TILE_COMPUTE_WARPS); }
 
+// The calling warp's entry of a BlockState flag array: lane 0 keeps it and hands it to the other
+// lanes.
+inline bool warp_flag(const unsigned char* flags) { return __shfl_sync(0xffffffffu, flags[warp()], 0) != 0; }
+inline void set_warp_flag(unsigned char* flags, bool v) {
+  if (lane() == 0) flags[warp()] = v ? 1 : 0;
+}
+
 // A barrier over the calling role's threads; orders their shared and global accesses. Named
 // barrier 1 for the compute warps (0 is __syncthreads), non-.aligned because the leader may arrive
 // from a different branch than the rest of its warp.
-// A warp's bit of a BlockState mask: lane 0 keeps it and hands it to the other lanes.
-inline bool warp_flag(const unsigned& mask) { return __shfl_sync(0xffffffffu, mask, 0) >> warp() & 1u; }
-inline void set_warp_flag(unsigned& mask, bool v) {
-  const unsigned bit = 1u << warp();
-  if (lane() == 0 && ((mask & bit) != 0) != v) atomicXor(&mask, bit);
-}
 
 inline void role_sync() {
   if (is_compute() && kComputeThreads > 32)
@@ -1032,7 +1033,7 @@ inline void block_start(const cuda_abi::Params& p, const cuda_abi::TensorMaps* m
   __syncthreads();
   if (threadIdx.x == 0) {
     kiln_tile_block.core = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x);
-    kiln_tile_block.store_crossed = kiln_tile_block.stored = 0;
+    for (int w = 0; w < 32; w++) kiln_tile_block.store_crossed[w] = kiln_tile_block.stored[w] = 0;
     kiln_tile_block.maps = maps;
     for (int i = 0; i < p.ncbs; i++)
       for (unsigned s = 0; s < p.cbs[i].slots; s++) {
