@@ -128,6 +128,14 @@ inline void mbar_init(unsigned addr, unsigned count) {
 inline void mbar_arrive(unsigned addr, unsigned count) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(addr), "r"(count) : "memory");
 }
+// 4 bytes global -> shared without waiting for them (an asynchronous copy of this thread's).
+inline void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
+}
+// The barrier's current phase also waits until this thread's asynchronous copies so far landed.
+inline void mbar_arrive_after_copies(unsigned addr) {
+  asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];" ::"r"(addr) : "memory");
+}
 // The current phase also waits for `bytes` of bulk copies to complete on the barrier.
 inline void mbar_expect_tx(unsigned addr, unsigned bytes) {
   asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(addr), "r"(bytes) : "memory");
@@ -239,11 +247,6 @@ inline void tensor_write(const cuda_abi::TensorMap* map, int col, int row, unsig
 }
 
 // ---- global memory helpers: L2-coherent reads (data another block wrote) ----
-inline unsigned ld_cg_u32(const void* p) {
-  unsigned v;
-  asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 inline unsigned short ld_cg_u16(const void* p) {
   unsigned short v;
   asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
@@ -546,16 +549,18 @@ __noinline__ void dma_read_general(const Rect& r, const cuda_abi::TensorParam& v
       for (int q = role_rank(); q < (bh - r.rows) * chunks; q += role_size()) below[q] = p16;
   } else {
     // the slice's elements (consecutive threads take consecutive ones, so even a column's loads
-    // are in flight together), then the padding unless it is in place
+    // are in flight together; 4-byte ones as asynchronous copies the barrier's phase waits for,
+    // so the role goes on before they land), then the padding unless it is in place
     for (int q = role_rank(); q < r.rows * r.cols; q += role_size()) {
       const int i = q / r.cols, j = q % r.cols;
       unsigned char* d = dst + (i * bw + j) * es;
       const unsigned char* g = src + (static_cast<long long>(i) * v.cols + j) * es;
       if (es == 4)
-        *reinterpret_cast<unsigned*>(d) = ld_cg_u32(g);
+        cp_async4(smem_addr(d), g);
       else
         *reinterpret_cast<unsigned short*>(d) = ld_cg_u16(g);
     }
+    if (es == 4) mbar_arrive_after_copies(bar);  // before the leader's arrival (role_sync below)
     if (!padded)
       for (int q = role_rank(); q < bh * bw; q += role_size()) {
         const int i = q / bw, j = q % bw;
