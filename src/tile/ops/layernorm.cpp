@@ -133,6 +133,7 @@ Program layernorm_forward_program(const Tensor& x, const Tensor& weight, const T
                                     cb_budget(cores), rows_cbs);
       br) {
     Program p = Program::from_library("layernorm/forward_rows.cpp", Grid::cores(cores));
+    p.roles({"reader", "writer", "stats_writer"}, "compute");
     const Indexing e = Indexing::Elements;
     p.input("x", x, e).input("w", weight.to(t), e).input("b", bias.to(t), e).input("valid", valid, e);
     p.output("out", x.shape(), t, e, Fill::None)
@@ -192,7 +193,7 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
                      C * dtype_size(t), cb_budget(cores), rows_cbs);
       br) {  // whole rows in a block
     Program p = Program::from_library("layernorm/backward_rows.cpp", grid);
-    p.roles({"reader", "reader_b", "writer"}, "compute");
+    p.roles({"reader", "dout_reader", "stats_reader", "writer"}, "compute");
     const Indexing e = Indexing::Elements;
     p.input("x", x, e).input("dout", dout.to(t), e).input("w", weight.to(t), e);
     p.input("mean", mean.reshape({N, 1}), e).input("rstd", rstd.reshape({N, 1}), e);
