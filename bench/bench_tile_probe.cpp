@@ -1,5 +1,5 @@
 // The tile layernorm on the GPU, for profiling: forward (264 cores by default), backward (weight gradients
-// over rows on a grid of grid_rows x grid_cols cores, default 12 x 22: two cores per SM) and both, each
+// over rows on a grid of grid_rows x grid_cols cores, default 6 x 22: one core per SM) and both, each
 // called `reps` times; prints each one's median wall time of a whole synchronized call and its
 // median time between device events recorded around the call. Usage:
 // bench_tile_probe [N C reps grid_rows grid_cols forward_cores]; under a profiler, the launches come in that
@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   Tensor x = randn({N, C}, {.device = gpu}).realize(), w = randn({C}, {.device = gpu}).realize(),
          b = randn({C}, {.device = gpu}).realize(), dy = randn({N, C}, {.device = gpu}).realize();
   const tile::Grid grid =
-      tile::Grid::grid2d(argc > 4 ? std::atoi(argv[4]) : 12, argc > 5 ? std::atoi(argv[5]) : 22);
+      tile::Grid::grid2d(argc > 4 ? std::atoi(argv[4]) : 6, argc > 5 ? std::atoi(argv[5]) : 22);
   auto f = tile::layernorm_forward(x, w, b, 1e-5, cores);
   auto fwd = [&] { tile::layernorm_forward(x, w, b, 1e-5, cores); };
   auto bwd = [&] {

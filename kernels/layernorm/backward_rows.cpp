@@ -14,8 +14,9 @@
 //      tile columns of dweight then dbias and sums each over the cores' rows, 32 rows per block (a
 //      reduce-scatter);
 //   3. it adds the piece to dweight_in / dbias_in and writes it: gradient accumulation (+=).
-// Three readers share the reads of each block (x; dout; mean and rstd): one data-movement warp
-// issuing them all had been the slowest role. w is read once per core into a row vector. Padded rows and columns (shapes not multiples of 32 or
+// Two readers share the reads of each block (x and mean; dout and rstd): one data-movement warp
+// issuing them all had been the slowest role (three were slower than two on an H200). w is read
+// once per core into a row vector. Padded rows and columns (shapes not multiples of 32 or
 // BR) read as 0: dout = 0 there, so they add nothing to any sum; the means over C divide by the true
 // C (n_cols).
 // Compile-time: CT, BR, n_cols, WGRAD (0: dx only, the weight gradients come from another kernel).
@@ -28,7 +29,11 @@ void reader() {
   for (long long i = args().start; i < args().start + args().count; i++) {
     const long long r = i * BR, rows = n_rows - r < BR ? n_rows - r : BR;
     auto xb = x_cb.scoped_reserve();
-    dma(x.slice(r, 0, rows, n_cols), xb).wait();
+    auto m = mean_cb.scoped_reserve();
+    Transfer tx = dma(x.slice(r, 0, rows, n_cols), xb);
+    Transfer tm = dma(mean.slice(r, 0, rows, 1), m);
+    tx.wait();
+    tm.wait();
   }
   if (!WGRAD) return;
   // step 2: once every core has written its partial sums, read this core's pieces of them
@@ -53,26 +58,16 @@ void reader() {
   }
 }
 
-// Each block's dout.
+// The other half of each block's reads: dout and rstd.
 void dout_reader() {
   const long long n_rows = x.rows();
   for (long long i = args().start; i < args().start + args().count; i++) {
     const long long r = i * BR, rows = n_rows - r < BR ? n_rows - r : BR;
     auto gb = dout_cb.scoped_reserve();
-    dma(dout.slice(r, 0, rows, n_cols), gb).wait();
-  }
-}
-
-// Each block's mean and rstd.
-void stats_reader() {
-  const long long n_rows = x.rows();
-  for (long long i = args().start; i < args().start + args().count; i++) {
-    const long long r = i * BR, rows = n_rows - r < BR ? n_rows - r : BR;
-    auto m = mean_cb.scoped_reserve();
     auto rs = rstd_cb.scoped_reserve();
-    Transfer tm = dma(mean.slice(r, 0, rows, 1), m);
+    Transfer tg = dma(dout.slice(r, 0, rows, n_cols), gb);
     Transfer tr = dma(rstd.slice(r, 0, rows, 1), rs);
-    tm.wait();
+    tg.wait();
     tr.wait();
   }
 }

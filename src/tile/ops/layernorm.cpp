@@ -193,7 +193,7 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
                      C * dtype_size(t), cb_budget(cores), rows_cbs);
       br) {  // whole rows in a block
     Program p = Program::from_library("layernorm/backward_rows.cpp", grid);
-    p.roles({"reader", "dout_reader", "stats_reader", "writer"}, "compute");
+    p.roles({"reader", "dout_reader", "writer"}, "compute");
     const Indexing e = Indexing::Elements;
     p.input("x", x, e).input("dout", dout.to(t), e).input("w", weight.to(t), e);
     p.input("mean", mean.reshape({N, 1}), e).input("rstd", rstd.reshape({N, 1}), e);
