@@ -20,21 +20,29 @@
 // BR) read as 0: dout = 0 there, so they add nothing to any sum; the means over C divide by the true
 // C (n_cols).
 // Compile-time: CT, BR, n_cols, WGRAD (0: dx only, the weight gradients come from another kernel).
+
+// This core's blocks of `data` (BR rows of C) into data_cb, with their rows of `stat` (N x 1) into
+// stat_cb.
+template <class D, class DC, class S, class SC>
+void read_blocks(const D& data, const DC& data_cb, const S& stat, const SC& stat_cb) {
+  const long long n_rows = x.rows();
+  for (long long i = args().start; i < args().start + args().count; i++) {
+    const long long r = i * BR, rows = n_rows - r < BR ? n_rows - r : BR;
+    auto db = data_cb.scoped_reserve();
+    auto sb = stat_cb.scoped_reserve();
+    Transfer td = dma(data.slice(r, 0, rows, n_cols), db);
+    Transfer ts = dma(stat.slice(r, 0, rows, 1), sb);
+    td.wait();
+    ts.wait();
+  }
+}
+
 void reader() {
   {
     auto wb = w_cb.scoped_reserve();
     dma(w.slice(0, 0, 1, n_cols), wb).wait();
   }
-  const long long n_rows = x.rows();
-  for (long long i = args().start; i < args().start + args().count; i++) {
-    const long long r = i * BR, rows = n_rows - r < BR ? n_rows - r : BR;
-    auto xb = x_cb.scoped_reserve();
-    auto m = mean_cb.scoped_reserve();
-    Transfer tx = dma(x.slice(r, 0, rows, n_cols), xb);
-    Transfer tm = dma(mean.slice(r, 0, rows, 1), m);
-    tx.wait();
-    tm.wait();
-  }
+  read_blocks(x, x_cb, mean, mean_cb);
   if (!WGRAD) return;
   // step 2: once every core has written its partial sums, read this core's pieces of them
   if (core_x() == 0 && core_y() == 0) {
@@ -59,18 +67,7 @@ void reader() {
 }
 
 // The other half of each block's reads: dout and rstd.
-void dout_reader() {
-  const long long n_rows = x.rows();
-  for (long long i = args().start; i < args().start + args().count; i++) {
-    const long long r = i * BR, rows = n_rows - r < BR ? n_rows - r : BR;
-    auto gb = dout_cb.scoped_reserve();
-    auto rs = rstd_cb.scoped_reserve();
-    Transfer tg = dma(dout.slice(r, 0, rows, n_cols), gb);
-    Transfer tr = dma(rstd.slice(r, 0, rows, 1), rs);
-    tg.wait();
-    tr.wait();
-  }
-}
+void dout_reader() { read_blocks(dout, dout_cb, rstd, rstd_cb); }
 
 void compute() {
   const float inv_c = 1.0f / static_cast<float>(n_cols);
