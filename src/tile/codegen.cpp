@@ -95,8 +95,8 @@ std::string generate_source(const Program::Desc& d, Target target) {
     s += "  const int role = kiln::tile::cuda::role();\n";
     for (size_t r = 0; r < d.dm_roles.size(); r++)
       s += "  if (role == " + std::to_string(r) +
-           ") { __builtin_assume(threadIdx.x / 32 == " + "KILN_TILE_COMPUTE_WARPS + " + std::to_string(r) +
-           "); " + d.dm_roles[r] + "(); }\n";
+           ") { __builtin_assume(threadIdx.x / 32 == KILN_TILE_COMPUTE_WARPS + " + std::to_string(r) + "); " +
+           d.dm_roles[r] + "(); }\n";
     s += "  if (role == " + std::to_string(d.dm_roles.size()) +
          ") { __builtin_assume(threadIdx.x < kiln::tile::cuda::kComputeThreads); " + d.compute_role +
          "(); }\n";

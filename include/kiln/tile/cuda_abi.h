@@ -79,7 +79,7 @@ struct Params {
   CBParam cbs[kMaxCBs];
   unsigned long long args;       // long long[cores][nargs] in host memory mapped for the device
   unsigned long long sems;       // long long[cores][nsems], zeroed before the launch
-  unsigned long long mcast;      // unsigned[cores][ncbs][4] multicast counters, zeroed
+  unsigned long long mcast;      // unsigned[cores][ncbs][kMcastWords] multicast state, zeroed
   unsigned long long errors;     // ErrorLog, zeroed
   unsigned long long host_flag;  // unsigned in mapped host memory: set to 1 at the first failure
   unsigned long long timeout_ns;

@@ -98,7 +98,6 @@ inline void set_warp_flag(unsigned char* flags, bool v) {
 // A barrier over the calling role's threads; orders their shared and global accesses. Named
 // barrier 1 for the compute warps (0 is __syncthreads), non-.aligned because the leader may arrive
 // from a different branch than the rest of its warp.
-
 inline void role_sync() {
   if (is_compute() && kComputeThreads > 32)
     asm volatile("barrier.sync 1, %0;" ::"r"(kComputeThreads) : "memory");
@@ -976,43 +975,29 @@ inline void for_elements4(T* out, F f, Put put) {
   }
 }
 // Row-local blocks (rows a multiple of the compute warps, kernel.h: row_local): warp w evaluates
-// element rows w, w + warps, ..., each lane four consecutive columns 128 apart (W a multiple of 128),
-// up to eight evaluations before any store; f and put as in for_elements4.
-template <int H, int W, class T, class F, class Put>
-inline void for_rows4(T* out, F f, Put put) {
-  constexpr int per_row = W / 128, per = H / KILN_TILE_COMPUTE_WARPS * per_row, unroll = unroll_for(per, 8);
-  if (!is_compute()) {  // a data-movement role's store: one warp
-    for_elements4<H, W>(out, f, put);
+// element rows w, w + warps, ..., each lane V consecutive columns 32 * V apart (W a multiple of
+// 32 * V), up to eight evaluations before any store; f(i, j) returns the V elements from (i, j),
+// put(p, v) writes them at p. A data-movement role's store (one warp) goes element by element.
+template <int H, int W, int V, class T, class F, class Put>
+inline void for_rows(T* out, F f, Put put) {
+  constexpr int span = 32 * V, per_row = W / span, per = H / KILN_TILE_COMPUTE_WARPS * per_row,
+                unroll = unroll_for(per, 8);
+  if (!is_compute()) {
+    if constexpr (V == 4)
+      for_elements4<H, W>(out, f, put);
+    else
+      for_elements<H, W>(out, f);
     return;
   }
-  const int w = warp(), c0 = 4 * lane();
+  const int w = warp(), c0 = V * lane();
+  auto row = [&](int u) { return w + u / per_row * KILN_TILE_COMPUTE_WARPS; };
+  auto col = [&](int u) { return c0 + u % per_row * span; };
   unrolled_steps<per, unroll>([&](int u0) {
     decltype(f(0, 0)) v[unroll];
 #pragma unroll
-    for (int u = 0; u < unroll; u++)
-      v[u] = f(w + (u0 + u) / per_row * KILN_TILE_COMPUTE_WARPS, c0 + (u0 + u) % per_row * 128);
+    for (int u = 0; u < unroll; u++) v[u] = f(row(u0 + u), col(u0 + u));
 #pragma unroll
-    for (int u = 0; u < unroll; u++)
-      put(out + (w + (u0 + u) / per_row * KILN_TILE_COMPUTE_WARPS) * W + c0 + (u0 + u) % per_row * 128, v[u]);
-  });
-}
-// The same one element at a time (W a multiple of 32): lane l takes columns l, l + 32, ...
-template <int H, int W, class T, class F>
-inline void for_rows(T* out, F f) {
-  constexpr int per_row = W / 32, per = H / KILN_TILE_COMPUTE_WARPS * per_row, unroll = unroll_for(per, 8);
-  if (!is_compute()) {
-    for_elements<H, W>(out, f);
-    return;
-  }
-  const int w = warp(), c0 = lane();
-  unrolled_steps<per, unroll>([&](int u0) {
-    T v[unroll];
-#pragma unroll
-    for (int u = 0; u < unroll; u++)
-      v[u] = f(w + (u0 + u) / per_row * KILN_TILE_COMPUTE_WARPS, c0 + (u0 + u) % per_row * 32);
-#pragma unroll
-    for (int u = 0; u < unroll; u++)
-      out[(w + (u0 + u) / per_row * KILN_TILE_COMPUTE_WARPS) * W + c0 + (u0 + u) % per_row * 32] = v[u];
+    for (int u = 0; u < unroll; u++) put(out + row(u0 + u) * W + col(u0 + u), v[u]);
   });
 }
 // After a thread wrote a block: the writes are ordered before bulk copies out of it; `crossed`: the
@@ -1037,7 +1022,7 @@ inline void block_start(const cuda_abi::Params& p, const cuda_abi::TensorMaps* m
     kiln_tile_args[threadIdx.x] = reinterpret_cast<const long long*>(p.args)[core * p.nargs + threadIdx.x];
   __syncthreads();
   if (threadIdx.x == 0) {
-    kiln_tile_block.core = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x);
+    kiln_tile_block.core = static_cast<int>(core);
     for (int w = 0; w < 32; w++) kiln_tile_block.store_crossed[w] = kiln_tile_block.stored[w] = 0;
     kiln_tile_block.maps = maps;
     for (int i = 0; i < p.ncbs; i++)

@@ -524,11 +524,13 @@ class Block {
       constexpr bool crosses = decltype(bound)::crosses(detail::kAtElement, rows, warps);
       cuda::compute_begin(crosses || Waited);
       if constexpr (rows && width % 128 == 0)
-        cuda::for_rows4<height, width>(
+        cuda::for_rows<height, width, 4>(
             out, [&](int i, int j) { return bound.at4(i, j); },
             [](T* p, const detail::F4& v) { detail::store4(p, v); });
       else if constexpr (rows && width != kTile)
-        cuda::for_rows<height, width>(out, [&](int i, int j) { return detail::from_f32<T>(bound.at(i, j)); });
+        cuda::for_rows<height, width, 1>(
+            out, [&](int i, int j) { return detail::from_f32<T>(bound.at(i, j)); },
+            [](T* p, T v) { *p = v; });
       else if constexpr (width % 128 == 0)  // a warp's 32 threads cover 128 columns of one row
         cuda::for_elements4<height, width>(
             out, [&](int i, int j) { return bound.at4(i, j); },

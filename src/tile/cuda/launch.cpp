@@ -217,9 +217,9 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
   cuda_abi::TensorMaps maps;  // a kernel argument: copied at the launch
   encode_tensor_maps(d, layout, c, p, maps);
 
-  // runtime args in the launch's slot (host memory the kernel reads), its error log there too;
-  // semaphores, multicast counters and mailboxes, and the trace in one zeroed device allocation,
-  // only for kernels that use them
+  // runtime args and the failure flag in the launch's slot (pinned host memory the kernel reads
+  // and writes), with the slot's device error log; semaphores, multicast counters and mailboxes,
+  // and the trace in one zeroed device allocation, only for kernels that use them
   const int cores = d.grid.size();
   const bool cross_core = !d.semaphores.empty() || d.grid.is_2d, mcasts = multicasts(d);
   size_t off = 0;
