@@ -57,6 +57,12 @@ class Program {
   // Tensors are seen by kernels as 2D (all leading dims, last dim). Inputs are read-only (any
   // float tensor; f32 and bf16 kernels); binding a name again replaces the tensor.
   Program& input(const std::string& name, const Tensor& t, Indexing indexing = Indexing::Tiles);
+  // Binds another tensor of the same dtype to a declared input, its indexing kept: a program kept
+  // between calls runs again on new tensors without being declared, laid out or compiled again.
+  Program& bind(const std::string& name, const Tensor& t);
+  // Drops every bound input and every result, declarations kept, so that a program kept between
+  // calls holds no memory; its inputs must be bound again before the next run().
+  Program& release();
   // An output written by the kernel; zero-filled before each run unless `fill` says otherwise.
   Program& output(const std::string& name, Shape shape, DType dtype, Indexing indexing = Indexing::Tiles,
                   Fill fill = Fill::Zeros);

@@ -77,16 +77,39 @@ Program& Program::input(const std::string& name, const Tensor& t, Indexing index
   for (auto& x : d_->tensors)
     if (x.name == name) {
       if (x.output) fail(*d_, "'" + name + "' is an output, not an input");
+      if (x.dtype != t.dtype() || x.indexing != indexing) d_->changed();  // another accessor type
       x = TensorDecl{name, t.dtype(), indexing, false, t, t.shape()};
       return *this;
     }
+  d_->changed();
   d_->tensors.push_back(TensorDecl{name, t.dtype(), indexing, false, t, t.shape()});
+  return *this;
+}
+
+Program& Program::bind(const std::string& name, const Tensor& t) {
+  for (auto& x : d_->tensors) {
+    if (x.name != name) continue;
+    if (x.output) fail(*d_, "bind('" + name + "'): '" + name + "' is an output, not an input");
+    if (t.dtype() != x.dtype)
+      fail(*d_, "bind('" + name + "'): a tensor of dtype " + dtype_name(t.dtype()) +
+                    " for an input declared " + dtype_name(x.dtype) +
+                    " (declare it again with input() to change its dtype)");
+    x.value = t;
+    x.shape = t.shape();
+    return *this;
+  }
+  fail(*d_, "bind('" + name + "'): no input of that name");
+}
+
+Program& Program::release() {
+  for (auto& t : d_->tensors) t.value = Tensor();
   return *this;
 }
 
 Program& Program::output(const std::string& name, Shape shape, DType dtype, Indexing indexing, Fill fill) {
   check_new_name(*d_, name);
   check_dtype(*d_, "output '" + name + "'", dtype);
+  d_->changed();
   d_->tensors.push_back(TensorDecl{name, dtype, indexing, true, Tensor(), std::move(shape), fill});
   return *this;
 }
@@ -103,24 +126,28 @@ Program& Program::cb(const std::string& name, int rows, int cols, DType dtype, i
   if (tile_rows < 1 || tile_rows > 32 || (tile_rows & (tile_rows - 1)) != 0)
     fail(*d_, "CB '" + name + "' has tiles of " + std::to_string(tile_rows) +
                   " rows; tiles have 1, 2, 4, 8, 16 or 32 rows (of 32 elements)");
+  d_->changed();
   d_->cbs.push_back(CBDecl{name, rows, cols, dtype, buffer_factor, tile_rows});
   return *this;
 }
 
 Program& Program::semaphore(const std::string& name) {
   check_new_name(*d_, name);
+  d_->changed();
   d_->semaphores.push_back(name);
   return *this;
 }
 
 Program& Program::constant(const std::string& name, int64_t value) {
   check_new_name(*d_, name);
+  d_->changed();
   d_->constants.emplace_back(name, value);
   return *this;
 }
 
 Program& Program::runtime_args(std::vector<std::string> names) {
   for (auto& n : names) check_new_name(*d_, n);
+  d_->changed();
   d_->arg_names = std::move(names);
   d_->args.assign(static_cast<size_t>(d_->grid.size()) * d_->arg_names.size(), 0);
   return *this;
@@ -149,6 +176,7 @@ Program& Program::roles(std::vector<std::string> data_movement, std::string comp
   for (auto& r : data_movement)
     if (!is_identifier(r)) fail(*d_, "role '" + r + "' is not a valid C++ identifier");
   if (!is_identifier(compute)) fail(*d_, "role '" + compute + "' is not a valid C++ identifier");
+  d_->changed();
   d_->dm_roles = std::move(data_movement);
   d_->compute_role = std::move(compute);
   return *this;
@@ -162,6 +190,7 @@ Program& Program::gpu_compute_warps(int warps) {
   if (!valid_warps(warps))
     fail(*d_,
          "gpu_compute_warps(" + std::to_string(warps) + "): the compute role takes 1, 2, 4, 8 or 16 warps");
+  d_->changed();
   d_->compute_warps = warps;
   return *this;
 }
@@ -194,6 +223,7 @@ void Program::run() {
   bool cpu_input = false;
   for (auto& t : d_->tensors) {
     if (t.output) continue;
+    if (!t.value.defined()) fail(*d_, "run(): input '" + t.name + "' is not bound (released; bind it again)");
     Device dev = t.value.device();
     if (dev.is_cpu()) {
       cpu_input = true;

@@ -1,6 +1,7 @@
 // Everything a tile Program declares; the host API fills it, codegen and the backends read it.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,10 @@
 #include "kiln/tile/cuda_abi.h"
 
 namespace kiln::tile {
+
+namespace cuda {
+struct Plan;  // src/tile/cuda/launch.cpp
+}
 
 struct TensorDecl {
   std::string name;
@@ -47,6 +52,10 @@ struct Program::Desc {
   std::vector<std::string> dm_roles{"reader", "writer"};
   std::string compute_role = "compute";
   int compute_warps = 0;  // on a GPU; 0: the default
+  // What a GPU launch made of these declarations (the kernel, the CB layout, the fixed launch
+  // parameters), reused by the next launch; every change to a declaration drops it.
+  std::shared_ptr<const cuda::Plan> cuda_plan;
+  void changed() { cuda_plan.reset(); }
 };
 
 enum class Target { Cpu, Cuda };

@@ -108,5 +108,31 @@ TEST(TileEltwise, SecondLaunchWithNewArgsCompilesNothing) {
   EXPECT_NE(q.generated_source(), p.generated_source());
 }
 
+// A kept program: its tensors released between runs, new ones bound (same dtypes), each run on its
+// own tensors; binding what the program does not take is an error naming it.
+TEST(TileEltwise, KeptProgramRebindsItsInputs) {
+  Tensor a = tile_input({64, 64}, 12), b = tile_input({64, 64}, 13);
+  Program p = add_program(a, b, 2, 1, 1);
+  p.set_runtime_args(0, {0, 1, 0, 2}).set_runtime_args(1, {1, 1, 0, 2});
+  p.run();
+  Tensor y = p.result("y");
+  p.release();
+  EXPECT_EQ(error_of([&] { p.result("y"); }),
+            "kiln.tile: program 'eltwise_add': result('y'): the program has not run yet");
+  EXPECT_EQ(error_of([&] { p.run(); }),
+            "kiln.tile: program 'eltwise_add': run(): input 'a' is not bound (released; bind it again)");
+  Tensor a2 = tile_input({64, 64}, 14), b2 = tile_input({64, 64}, 15);
+  p.bind("a", a2).bind("b", b2).run();
+  expect_near_all(y, add_ref(a, b), 0, 1e-6);  // the first run's result is its own
+  expect_near_all(p.result("y"), add_ref(a2, b2), 0, 1e-6);
+  EXPECT_EQ(error_of([&] { p.bind("c", a2); }),
+            "kiln.tile: program 'eltwise_add': bind('c'): no input of that name");
+  EXPECT_EQ(error_of([&] { p.bind("y", a2); }),
+            "kiln.tile: program 'eltwise_add': bind('y'): 'y' is an output, not an input");
+  EXPECT_EQ(error_of([&] { p.bind("a", a2.to(DType::BF16)); }),
+            "kiln.tile: program 'eltwise_add': bind('a'): a tensor of dtype bf16 for an input declared f32 "
+            "(declare it again with input() to change its dtype)");
+}
+
 }  // namespace
 }  // namespace kiln::testing

@@ -46,6 +46,22 @@ TEST(TileLayerNorm, ForwardOverRows) {
   check_forward(64, 96, 2, DType::F32);  // aligned
 }
 
+// A call like an earlier one (shapes, dtypes, cores) runs the program kept from it on its own
+// tensors; calls at other shapes in between keep their own programs.
+TEST(TileLayerNorm, RepeatedCallsRunOnTheirOwnTensors) {
+  check_forward(70, 100, 3, DType::F32);
+  Case k = make_case(70, 100, DType::F32);
+  Tensor x2 = tile_input({70, 100}, 121, DType::F32, -1.0, 3.0);
+  auto first = tile::layernorm_forward(k.x, k.w, k.b, kEps, 3);
+  check_forward(33, 65, 3, DType::F32);
+  auto second = tile::layernorm_forward(x2, k.w, k.b, kEps, 3);
+  auto want1 = tile::ref::layernorm_forward(ref_values(k.x), ref_values(k.w), ref_values(k.b), 70, 100, kEps);
+  auto want2 = tile::ref::layernorm_forward(ref_values(x2), ref_values(k.w), ref_values(k.b), 70, 100, kEps);
+  report_errors("layernorm fwd first call out", DType::F32, first.out, want1.out, 2e-5);
+  report_errors("layernorm fwd second call out", DType::F32, second.out, want2.out, 2e-5);
+  report_errors("layernorm fwd second call rstd", DType::F32, second.rstd, want2.rstd, 1e-5);
+}
+
 TEST(TileLayerNorm, ForwardBf16) { check_forward(70, 100, 3, DType::BF16); }
 
 // Backward checked against the reference fed with the forward's own mean and rstd.

@@ -352,6 +352,9 @@ void expect_sum(const Program& p, const Tensor& a, const Tensor& b) {
   expect_near_all(p.result("y").to(Device::cpu()), x, 0, 1e-6);
 }
 
+// A second launch of a program reuses its first launch's plan: no compile, not even a cache
+// lookup; new tensors bound, new runtime args and a release in between change nothing of that, a
+// changed declaration makes a new plan.
 TEST(TileCuda, SecondLaunchCompilesNothing) {
   KILN_REQUIRE_GPU();
   Device d = Device::cuda();
@@ -359,11 +362,20 @@ TEST(TileCuda, SecondLaunchCompilesNothing) {
   Program p = add_on_two_cores(a, b, d);
   p.run();
   Tensor a2 = tile_input({64, 64}, 14), a2_gpu = on(a2, d);
-  int64_t compiles = stats().compiler_invocations, hits = stats().memory_cache_hits;
-  p.input("a", a2_gpu).set_runtime_args(0, {0, 2, 0, 1}).set_runtime_args(1, {0, 2, 1, 1});
+  const int64_t compiles = stats().compiler_invocations, hits = stats().memory_cache_hits,
+                disk = stats().disk_cache_hits;
+  p.release();
+  EXPECT_THROW(p.run(), Error);  // inputs released
+  p.bind("a", a2_gpu).bind("b", on(b, d)).set_runtime_args(0, {0, 2, 0, 1}).set_runtime_args(1, {0, 2, 1, 1});
   p.run();
   EXPECT_EQ(stats().compiler_invocations, compiles);
-  EXPECT_EQ(stats().memory_cache_hits, hits + 1);
+  EXPECT_EQ(stats().memory_cache_hits, hits);
+  EXPECT_EQ(stats().disk_cache_hits, disk);
+  expect_sum(p, a2, b);
+  p.gpu_compute_warps(2);  // another kernel: its source says how many warps compute
+  p.run();
+  EXPECT_EQ(stats().compiler_invocations + stats().memory_cache_hits + stats().disk_cache_hits,
+            compiles + hits + disk + 1);
   expect_sum(p, a2, b);
 }
 

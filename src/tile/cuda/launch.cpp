@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <tuple>
 
 #include "ir/node.h"
 #include "kiln/debug.h"
@@ -155,35 +156,76 @@ bool launch_in_clusters(rc::Context& c, runtime::cuda::CUfunction f, unsigned gx
 
 }  // namespace
 
-void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
-  Program::Desc& d = *desc;
+// What launches of an unchanged program share (kept in its Desc): the kernel, the CB layout, the
+// launch parameters that do not change between runs, and how the grid is launched.
+struct Plan {
+  int ordinal, traced;
+  rc::CUfunction f;
+  CBLayout layout;
+  Params base;  // the CBs and counts; per launch the tensors, args and scratch are filled in
+  bool cross_core, mcasts;
+  unsigned cx, cy;  // thread-block clusters (1 x 1: none)
+};
+
+namespace {
+
+std::shared_ptr<const Plan> make_plan(const Program::Desc& d, int ordinal) {
   check_limits(d);
   rc::Context& c = rc::context(ordinal);
-  const Device dev = Device::cuda(ordinal);
-  const CBLayout layout = layout_cbs(d);
   if (c.info.major < 9)
     fail(d,
          "the GPU tile backend needs a Hopper GPU or newer (compute capability 9.0: bulk copies and "
          "mbarrier transaction counts); " +
-             dev.str() + " (" + c.info.name + ") is " + std::to_string(c.info.major) + "." +
+             Device::cuda(ordinal).str() + " (" + c.info.name + ") is " + std::to_string(c.info.major) + "." +
              std::to_string(c.info.minor));
-  check_cb_memory(d, layout, c.shared_per_block_optin, dev.str());
-  rc::CUfunction f = compile(d, ordinal);
-
-  Params p;
+  auto plan = std::make_shared<Plan>();
+  plan->ordinal = ordinal;
+  plan->traced = trace_core();
+  plan->layout = layout_cbs(d);
+  check_cb_memory(d, plan->layout, c.shared_per_block_optin, Device::cuda(ordinal).str());
+  plan->f = compile(d, ordinal);
+  allow_shared(c, plan->f, plan->layout.total);
+  Params& p = plan->base;
   std::memset(&p, 0, sizeof p);
   for (size_t i = 0; i < d.cbs.size(); i++) {
     const CBDecl& cb = d.cbs[i];
-    p.cbs[i].barrier_offset = static_cast<unsigned>(layout.cbs[i].barrier_offset);
-    p.cbs[i].data_offset = static_cast<unsigned>(layout.cbs[i].data_offset);
-    p.cbs[i].block_bytes = static_cast<unsigned>(layout.cbs[i].block_bytes);
+    p.cbs[i].barrier_offset = static_cast<unsigned>(plan->layout.cbs[i].barrier_offset);
+    p.cbs[i].data_offset = static_cast<unsigned>(plan->layout.cbs[i].data_offset);
+    p.cbs[i].block_bytes = static_cast<unsigned>(plan->layout.cbs[i].block_bytes);
     p.cbs[i].slots = static_cast<unsigned>(cb.buffer_factor);
     p.cbs[i].rows = cb.rows;
     p.cbs[i].cols = cb.cols;
     p.cbs[i].tile_rows = cb.tile_rows;
   }
+  p.ntensors = static_cast<int>(d.tensors.size());
+  p.ncbs = static_cast<int>(d.cbs.size());
+  p.nargs = static_cast<int>(d.arg_names.size());
+  p.nsems = static_cast<int>(d.semaphores.size());
+  p.cores = d.grid.size();
+  p.grid_cols = d.grid.cols;
+  p.barrier_bytes = static_cast<unsigned>(plan->layout.barrier_bytes);
+  plan->cross_core = !d.semaphores.empty() || d.grid.is_2d;
+  plan->mcasts = multicasts(d);
+  std::tie(plan->cx, plan->cy) = cluster_shape(d, plan->mcasts);
+  return plan;
+}
+
+}  // namespace
+
+void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
+  Program::Desc& d = *desc;
+  // the plan of the last launch, unless the program changed since (Desc::changed), runs elsewhere,
+  // traces another core, or KILN_DEBUG >= 4 asks to see the source of every launch
+  if (!d.cuda_plan || d.cuda_plan->ordinal != ordinal || d.cuda_plan->traced != trace_core() ||
+      settings().debug >= 4)
+    d.cuda_plan = make_plan(d, ordinal);
+  const Plan& plan = *d.cuda_plan;
+  rc::Context& c = rc::context(ordinal);
+  const Device dev = Device::cuda(ordinal);
+  const CBLayout& layout = plan.layout;
+  rc::CUfunction f = plan.f;
+  Params p = plan.base;
   const size_t smem = layout.total;
-  allow_shared(c, f, smem);
 
   // tensors: inputs realized on this device, outputs fresh buffers (zero-filled unless Fill::None)
   std::vector<Tensor> inputs;
@@ -221,7 +263,7 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
   // and writes), with the slot's device error log; semaphores, multicast counters and mailboxes,
   // and the trace in one zeroed device allocation, only for kernels that use them
   const int cores = d.grid.size();
-  const bool cross_core = !d.semaphores.empty() || d.grid.is_2d, mcasts = multicasts(d);
+  const bool cross_core = plan.cross_core, mcasts = plan.mcasts;
   size_t off = 0;
   auto take = [&](size_t bytes) {
     size_t at = off;
@@ -232,7 +274,7 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
       d.semaphores.empty() ? 0 : take(static_cast<size_t>(cores) * d.semaphores.size() * 8);
   const size_t at_mcast =
       mcasts ? take(static_cast<size_t>(cores) * d.cbs.size() * cuda_abi::kMcastWords * 4) : 0;
-  const int traced = trace_core();  // the kernel records when it was compiled with the same setting
+  const int traced = plan.traced;  // the kernel records when it was compiled with the same setting
   const bool tracing = traced >= 0 && traced < cores;
   constexpr int kTraceCap = 1 << 16;
   const size_t at_trace = tracing ? take(8 * (1 + static_cast<size_t>(kTraceCap))) : 0;
@@ -259,14 +301,7 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
   p.timeout_ns = static_cast<unsigned long long>(timeout) * 1000000ull;
   p.trace = tracing ? base + at_trace : 0;
   p.trace_cap = tracing ? kTraceCap : 0;
-  p.ntensors = static_cast<int>(d.tensors.size());
-  p.ncbs = static_cast<int>(d.cbs.size());
-  p.nargs = static_cast<int>(d.arg_names.size());
-  p.nsems = static_cast<int>(d.semaphores.size());
-  p.cores = cores;
-  p.grid_cols = d.grid.cols;
   for (size_t i = 0; i < d.cbs.size(); i++) p.cbs[i].mailbox = mcasts ? base + at_mailbox[i] : 0;
-  p.barrier_bytes = static_cast<unsigned>(layout.barrier_bytes);
 
   // a launch the driver refuses gives its slot back
   try {
@@ -280,7 +315,7 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
              dev.str() + " (" + std::to_string(c.info.multiprocessors) +
              " multiprocessors) does not fit them: use fewer cores";
     };
-    auto [cx, cy] = cluster_shape(d, mcasts);
+    const unsigned cx = plan.cx, cy = plan.cy;
     if (cross_core && cx * cy > 1 && launch_in_clusters(c, f, gx, gy, threads, smem, cx, cy, kernel_args)) {
       stats().tile_cluster_launches++;
     } else if (cross_core && c.api->cuLaunchCooperativeKernel) {
