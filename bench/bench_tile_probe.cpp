@@ -14,6 +14,7 @@
 
 #include "bench_util.h"
 #include "runtime/cuda/context.h"
+#include "tile/ops/programs.h"
 
 using namespace kiln;
 
@@ -61,6 +62,10 @@ int main(int argc, char** argv) {
     std::sort(t.begin(), t.end());
     return t[t.size() / 2];
   };
+  // the backward's dx alone (no weight gradients: no column sums per block, no cross-core tail)
+  Tensor zero = zeros({C}, {.device = gpu}).realize();
+  tile::Program dx_only = tile::ops::layernorm_backward_program(dy, x, w, f.mean, f.rstd, zero, zero, false, grid);
+  auto bwd_dx = [&] { dx_only.run(); };
   double tf = wall(fwd), tb = wall(bwd), tfb = wall(both);
   std::printf(
       "tile layernorm %lldx%lld f32: forward %.3f ms, backward %.3f ms, both %.3f ms (wall, synchronized)\n",
@@ -69,6 +74,8 @@ int main(int argc, char** argv) {
   std::printf(
       "tile layernorm %lldx%lld f32: forward %.3f ms, backward %.3f ms, both %.3f ms (device events)\n",
       static_cast<long long>(N), static_cast<long long>(C), tf, tb, tfb);
+  std::printf("tile layernorm %lldx%lld f32: backward dx alone %.3f ms (device events)\n",
+              static_cast<long long>(N), static_cast<long long>(C), events(bwd_dx));
   // the host's part of a call (the entry point queues its launch and returns; the launches pile up
   // in the stream, so the host times are the host's alone)
   auto host_us = [&](auto g) {
