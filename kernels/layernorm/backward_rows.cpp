@@ -6,9 +6,9 @@
 //   dx = (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd;
 // and, with WGRAD = 1, dweight = dweight_in + sum over rows of dout * norm, dbias = dbias_in + sum
 // of dout, in three steps:
-//   1. each core sums its rows' dout * norm and dout into two row vectors (1 x CT tiles of 1 x 32,
-//      f32) that compute keeps over all its blocks, and writes them as its row of part_dw / part_db
-//      (cores x C, f32);
+//   1. each core sums its rows' dout * norm and dout over all its blocks (column sums the compute
+//      role holds: on a GPU in its threads' registers, ColSums) and writes them as its row of
+//      part_dw / part_db (cores x C, f32);
 //   2. all cores meet at a barrier (semaphore `arrived` on core (0, 0), released by a multicast set
 //      of `go`); then every core owns pieces [piece_start, piece_start + piece_count) of the 2 x CT
 //      tile columns of dweight then dbias and sums each over the cores' rows, 32 rows per block (a
@@ -74,30 +74,31 @@ void compute() {
   auto wb = w_cb.scoped_wait();  // kept for every block
   auto dnorm_mean = dnorm_mean_cb.scoped_scratch();
   auto dnorm_norm_mean = dnorm_norm_mean_cb.scoped_scratch();
-  {
-    auto dw_acc = dw_part_cb.scoped_reserve();  // step 1: pushed to the writer at the end
-    auto db_acc = db_part_cb.scoped_reserve();
-    if (WGRAD) {
-      dw_acc.store(0.0f);
-      db_acc.store(0.0f);
+  auto dw_sum = col_sums(x_cb), db_sum = col_sums(x_cb);  // step 1, over all the core's blocks
+  for (long long i = 0; i < args().count; i++) {
+    auto xb = x_cb.scoped_wait();
+    auto gb = dout_cb.scoped_wait();
+    auto m = mean_cb.scoped_wait();
+    auto rs = rstd_cb.scoped_wait();
+    auto norm = (xb - bcast_cols(m)) * bcast_cols(rs);  // expressions: evaluated where stored
+    auto dnorm = gb * bcast_rows(wb);
+    dnorm_mean.store(reduce_sum<1>(dnorm) * inv_c);
+    dnorm_norm_mean.store(reduce_sum<1>(dnorm * norm) * inv_c);
+    {
+      auto dxb = dx_cb.scoped_reserve();
+      dxb.store((dnorm - bcast_cols(dnorm_mean) - norm * bcast_cols(dnorm_norm_mean)) * bcast_cols(rs));
     }
-    for (long long i = 0; i < args().count; i++) {
-      auto xb = x_cb.scoped_wait();
-      auto gb = dout_cb.scoped_wait();
-      auto m = mean_cb.scoped_wait();
-      auto rs = rstd_cb.scoped_wait();
-      auto norm = (xb - bcast_cols(m)) * bcast_cols(rs);  // expressions: evaluated where stored
-      auto dnorm = gb * bcast_rows(wb);
-      dnorm_mean.store(reduce_sum<1>(dnorm) * inv_c);
-      dnorm_norm_mean.store(reduce_sum<1>(dnorm * norm) * inv_c);
-      {
-        auto dxb = dx_cb.scoped_reserve();
-        dxb.store((dnorm - bcast_cols(dnorm_mean) - norm * bcast_cols(dnorm_norm_mean)) * bcast_cols(rs));
-      }
-      if (WGRAD) {
-        dw_acc.store(dw_acc + reduce_sum<0>(gb * norm));
-        db_acc.store(db_acc + reduce_sum<0>(gb));
-      }
+    if (WGRAD) {
+      dw_sum.add(gb * norm);
+      db_sum.add(gb);
+    }
+  }
+  {  // pushed to the writer (empty without WGRAD)
+    auto dw_part = dw_part_cb.scoped_reserve();
+    auto db_part = db_part_cb.scoped_reserve();
+    if (WGRAD) {
+      dw_part.store(dw_sum);
+      db_part.store(db_sum);
     }
   }
   if (!WGRAD) return;

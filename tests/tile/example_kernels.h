@@ -120,6 +120,40 @@ void writer() {
 }
 )";
 
+// y (1 x C, f32) = the column sums of x * x + x over every row of x (element-indexed), blocks of
+// BR rows summed across blocks by the compute role (ColSums); padded rows read 0 and add nothing.
+inline const char* kColumnSums = R"(
+void reader() {
+  for (long long r = 0; r < x.rows(); r += BR) {
+    auto blk = x_cb.scoped_reserve();
+    dma(x.slice(r, 0, x.rows() - r < BR ? x.rows() - r : BR, x.cols()), blk).wait();
+  }
+}
+void compute() {
+  auto sums = col_sums(x_cb);
+  for (long long r = 0; r < x.rows(); r += BR) {
+    auto xb = x_cb.scoped_wait();
+    sums.add(xb * xb + xb);
+  }
+  auto yb = y_cb.scoped_reserve();
+  yb.store(sums);
+}
+void writer() {
+  auto yb = y_cb.scoped_wait();
+  dma(yb, y.slice(0, 0, 1, y.cols())).wait();
+}
+)";
+
+// kColumnSums over x (N x C, C a multiple of 32) in blocks of br rows, `warps` compute warps on a GPU.
+inline tile::Program column_sums_program(const Tensor& x, int br, int warps) {
+  const int ct = static_cast<int>(x.size(1) / 32);
+  tile::Program p("column_sums", kColumnSums, tile::Grid::cores(1));
+  p.input("x", x, tile::Indexing::Elements).output("y", {1, x.size(1)}, DType::F32, tile::Indexing::Elements);
+  p.cb("x_cb", 1, ct, DType::F32, 2, br).cb("y_cb", 1, ct, DType::F32, 1, 1);
+  p.constant("BR", br).gpu_compute_warps(warps);
+  return p;
+}
+
 // y = expr over blocks of a, v (one block of each CB): the CB shapes say which broadcast applies
 inline std::string bcast_kernel(const std::string& expr) {
   return R"(

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <tuple>
 
 #include "example_kernels.h"
 #include "kiln/debug.h"
@@ -86,6 +87,11 @@ std::vector<Case> cases() {
                  p.set_runtime_args(0, {0, 1, 0, 3}).set_runtime_args(1, {1, 1, 0, 3});
                  return p;
                }});
+  for (auto [n, c, br, warps] :
+       {std::tuple{70, 768, 8, 8}, std::tuple{9, 256, 2, 8}, std::tuple{33, 96, 4, 4}})
+    v.push_back({"column_sums_" + std::to_string(br) + "_rows", {"y"}, 1e-5, 1e-5, [=](Device d) {
+                   return column_sums_program(on(tile_input({n, c}, 41), d), br, warps);
+                 }});
   v.push_back({"scale_elements", {"y"}, 0, 1e-6, [](Device d) {
                  Program p("scale_elements", kScaleElements, Grid::cores(2));
                  p.input("x", on(tile_input({50, 70}, 11), d), tile::Indexing::Elements)

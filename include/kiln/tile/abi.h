@@ -54,6 +54,8 @@ struct Runtime {
   void (*sem_remote_inc)(int sem, int x, int y, long long n, Loc);
   void (*sem_mcast_set)(int sem, CoreRange, long long value, Loc);
   void (*fail)(const char* message, Loc);  // never returns
+  // Fails unless the calling role is the compute role; `what` names the operation.
+  void (*compute_only)(const char* what, Loc);
 };
 
 }  // namespace kiln::tile::abi

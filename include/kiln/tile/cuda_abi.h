@@ -51,10 +51,11 @@ enum ErrorKind : int {
   kWaitMcastReceive = 5,  // a multicast receive waiting for its data
   kBadSlice = 6,          // DMA slice outside the tensor or not the block's shape
   kBadCoreRange = 7,
-  kInputWrite = 8,  // DMA into an input tensor
-  kFail = 9,        // the kernel called fail()
-  kBadId = 10,      // CB / semaphore / tensor id out of range
-  kWaitDma = 11,    // a DMA read into a block never completed
+  kInputWrite = 8,    // DMA into an input tensor
+  kFail = 9,          // the kernel called fail()
+  kBadId = 10,        // CB / semaphore / tensor id out of range
+  kWaitDma = 11,      // a DMA read into a block never completed
+  kComputeOnly = 12,  // a compute-role operation (column sums) in a data-movement role
 };
 
 struct ErrorRecord {

@@ -395,6 +395,11 @@ inline void wait_phase(unsigned bar, unsigned parity, int kind, int object, abi:
   if (!__all_sync(0xffffffffu, mbar_done(bar, parity))) wait_phase_slow(bar, parity, kind, object, at, v0);
 }
 
+// Operations only the compute role has (its threads hold their state: ColSums).
+inline void compute_only(const char*, abi::Loc at) {
+  if (!is_compute()) fail_role(cuda_abi::kComputeOnly, 0, at);
+}
+
 inline void check_cb(int id, abi::Loc at) {
   if (id < 0 || id >= num_cbs()) fail_role(cuda_abi::kBadId, id, at, 0);
 }

@@ -487,6 +487,93 @@ auto matmul(const A& a, const B& b, KILN_TILE_LOC) {
   return detail::Matmul<decltype(ea), decltype(eb)>{ea, eb, detail::loc(line, file)};
 }
 
+// ---- column sums across blocks ----
+// A running reduce_sum<0> over every block added to it: per column, the sum of all the rows added
+// (f32), held by the compute role's threads until stored once into a (1, N) f32 block. On a GPU each
+// thread keeps its columns' sums in registers and adds the elements its own stores would write
+// (rows split over the warps), so adding a block reads only those, with no barrier and no shared
+// memory written; the store combines the warps' sums in a fixed order. Blocks of H x W elements.
+// Compute role only (a data-movement role fails with an error naming it).
+template <int H, int W>
+class ColSums {
+  static_assert(H > 0 && W > 0 && W % kTile == 0,
+                "kiln.tile: ColSums<H, W> sums blocks of H x W elements, W a multiple of 32");
+#ifdef KILN_TILE_CUDA
+  static constexpr int kWarps = KILN_TILE_COMPUTE_WARPS;
+  // Blocks of fewer rows than warps share each row among kQ warps (each a part of the columns), in
+  // kP groups of rows; a warp's lanes take kV consecutive columns, 32 * kV apart.
+  static constexpr int kQ =
+      H % kWarps == 0 || kWarps % H != 0 || W % (kTile * (kWarps / H)) != 0 ? 1 : kWarps / H;
+  static constexpr int kP = kWarps / kQ, kPart = W / kQ, kV = kPart % 128 == 0 ? 4 : 1,
+                       kChunks = kPart / (32 * kV);
+  // the threads take the elements the stores into a row-local block give them (for_rows)
+  static constexpr bool kOwn = kQ == 1 && detail::row_local(H, W, kWarps);
+  float s_[kChunks * kV] = {};
+  // column of the thread's sum k
+  static int col(int k) { return cuda::warp() / kP * kPart + kV * cuda::lane() + k / kV * 32 * kV + k % kV; }
+#else
+  float s_[W] = {};
+#endif
+
+ public:
+  static constexpr int height = H, width = W;
+  // Adds the column sums of `e` (H x W elements).
+  template <BlockExpr E>
+  void add(const E& e, KILN_TILE_LOC) {
+    auto ex = detail::as_expr(e);
+    using X = decltype(ex);
+    static_assert(X::rows > 0 && X::cols > 0, "kiln.tile: ColSums::add of a broadcast expression");
+    static_assert(X::rows * X::th == H && X::cols * kTile == W,
+                  "kiln.tile: ColSums::add of an expression whose shape differs from the sums' blocks");
+    abi::Loc l = detail::loc(line, file);
+    KILN_TILE_RT(compute_only)("ColSums::add", l);
+    auto b = ex.bind(l);
+#ifdef KILN_TILE_CUDA
+    cuda::compute_begin(decltype(b)::crosses(kOwn ? detail::kAtElement : detail::kAnywhere, kOwn, kWarps));
+    const int c0 = col(0);
+    for (int i = cuda::warp() % kP; i < H; i += kP) {
+#pragma unroll
+      for (int k = 0; k < kChunks; k++) {
+        if constexpr (kV == 4) {
+          detail::F4 x = b.at4(i, c0 + k * 128);
+#pragma unroll
+          for (int c = 0; c < 4; c++) s_[4 * k + c] += x.v[c];
+        } else {
+          s_[k] += b.at(i, c0 + k * 32);
+        }
+      }
+    }
+    cuda::trace(cuda_abi::kTraceStoreEnd, 0);
+#else
+    for (int i = 0; i < H; i++)
+      for (int j = 0; j < W; j++) s_[j] += b.at(i, j);
+#endif
+  }
+  // Writes the sums into element row 0 of `out` (width W, `rows` element rows; the rest are 0).
+  void write(float* out, int rows, abi::Loc l) const {
+    KILN_TILE_RT(compute_only)("ColSums store", l);
+#ifdef KILN_TILE_CUDA
+    cuda::compute_begin(true);  // every warp is done reading the block
+    for (int e = cuda::role_rank(); e < (rows - 1) * W; e += cuda::role_size()) out[W + e] = 0.0f;
+    for (int g = 0; g < kP; g++) {  // the row groups in turn: the first writes, the others add
+      if (cuda::warp() % kP == g)
+#pragma unroll
+        for (int k = 0; k < kChunks * kV; k++) out[col(k)] = g == 0 ? s_[k] : out[col(k)] + s_[k];
+      cuda::role_sync();
+    }
+    cuda::compute_end(false);
+#else
+    for (int j = 0; j < W; j++) out[j] = s_[j];
+    for (int e = W; e < rows * W; e++) out[e] = 0.0f;
+#endif
+  }
+};
+// Column sums over blocks of `cb`'s shape.
+template <class CBT>
+auto col_sums(const CBT&) {
+  return ColSums<CBT::rows * CBT::th, CBT::cols * kTile>();
+}
+
 // ---- blocks and circular buffers ----
 // Waited: taken from its CB with wait() (filled by another role, or by this one through the CB).
 template <class T, int R, int C, int TH = kTile, bool Waited = false>
@@ -544,6 +631,13 @@ class Block {
         for (int j = 0; j < width; j++) out[i * width + j] = detail::from_f32<T>(bound.at(i, j));
 #endif
     }
+  }
+  // Column sums (ColSums) into element row 0 of this (1, N) f32 block, the rest of it 0.
+  template <int SH>
+  void store(const ColSums<SH, width>& s, KILN_TILE_LOC) const {
+    static_assert(sizeof(T) == 4, "kiln.tile: column sums are stored into f32 blocks");
+    abi::Loc l = detail::loc(line, file);
+    s.write(reinterpret_cast<float*>(data(1, l)), height, l);
   }
   // acc += a @ b with f32 accumulation (bf16 blocks round once per call).
   template <class A, class B>

@@ -409,13 +409,23 @@ void fail(const char* msg, abi::Loc at) {
   fail_here(c.lk, msg, at);
 }
 
+void compute_only(const char* what, abi::Loc at) {
+  Ctx c = enter();
+  const std::string& role = this_worker()->current->role;
+  if (role != c.L.desc->compute_role)
+    fail_here(c.lk,
+              std::string(what) + " in data-movement role '" + role +
+                  "': column sums are held by the compute role's threads",
+              at);
+}
+
 }  // namespace
 
 const abi::Runtime& runtime_table() {
   static const abi::Runtime t{core_index, core_x,         core_y,        args,       tensor_dims, cb_reserve,
                               cb_push,    cb_wait,        cb_pop,        block_data, dma_read,    dma_write,
                               mcast,      mcast_receive,  transfer_wait, sem_set,    sem_inc,     sem_wait,
-                              sem_value,  sem_remote_inc, sem_mcast_set, fail};
+                              sem_value,  sem_remote_inc, sem_mcast_set, fail,       compute_only};
   return t;
 }
 

@@ -69,6 +69,8 @@ std::string what(const Program::Desc& d, const ErrorRecord& r) {
               : v[0] == 1 ? "tensor"
                           : "semaphore") +
              " with id " + std::to_string(r.object);
+    case cuda_abi::kComputeOnly:
+      return "column sums (ColSums) in a data-movement role: they are held by the compute role's threads";
     default: return "failed (error kind " + std::to_string(r.kind) + ")";
   }
 }
