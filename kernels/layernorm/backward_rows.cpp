@@ -21,13 +21,13 @@
 // C (n_cols).
 // Compile-time: CT, BR, n_cols, WGRAD (0: dx only, the weight gradients come from another kernel).
 
-// This core's blocks of `data` (BR rows of C) into data_cb, with their rows of `stat` (N x 1) into
-// stat_cb.
+// This core's rows [start, start + count) of `data` (C each), BR a block (the last one may be
+// short), into data_cb, with their rows of `stat` (N x 1) into stat_cb.
 template <class D, class DC, class S, class SC>
 void read_blocks(const D& data, const DC& data_cb, const S& stat, const SC& stat_cb) {
-  const long long n_rows = x.rows();
-  for (long long i = args().start; i < args().start + args().count; i++) {
-    const long long r = i * BR, rows = n_rows - r < BR ? n_rows - r : BR;
+  const long long end = args().start + args().count;
+  for (long long r = args().start; r < end; r += BR) {
+    const long long rows = end - r < BR ? end - r : BR;
     auto db = data_cb.scoped_reserve();
     auto sb = stat_cb.scoped_reserve();
     Transfer td = dma(data.slice(r, 0, rows, n_cols), db);
@@ -75,7 +75,7 @@ void compute() {
   auto dnorm_mean = dnorm_mean_cb.scoped_scratch();
   auto dnorm_norm_mean = dnorm_norm_mean_cb.scoped_scratch();
   auto dw_sum = col_sums(x_cb), db_sum = col_sums(x_cb);  // step 1, over all the core's blocks
-  for (long long i = 0; i < args().count; i++) {
+  for (long long i = 0; i < (args().count + BR - 1) / BR; i++) {
     auto xb = x_cb.scoped_wait();
     auto gb = dout_cb.scoped_wait();
     auto m = mean_cb.scoped_wait();
@@ -104,24 +104,23 @@ void compute() {
   if (!WGRAD) return;
   const long long part_rows = part_dw.rows();
   for (long long q = 0; q < args().piece_count; q++) {  // steps 2 and 3
-    auto acc = tile_acc_cb.scoped_scratch();
-    {
-      auto gb = grad_in_cb.scoped_wait();
-      acc.store(gb);
-    }
+    auto sums = col_sums(part_cb);                      // the piece's column sums over the cores' rows
     for (long long p = 0; p < part_rows; p += 32) {
       auto pb = part_cb.scoped_wait();
-      acc.store(acc + reduce_sum<0>(pb));
+      sums.add(pb);
     }
+    auto acc = tile_acc_cb.scoped_scratch();
+    acc.store(sums);
+    auto gb = grad_in_cb.scoped_wait();
     auto ob = grad_out_cb.scoped_reserve();
-    ob.store(acc);
+    ob.store(acc + gb);
   }
 }
 
 void writer() {
-  const long long n_rows = dx.rows();
-  for (long long i = args().start; i < args().start + args().count; i++) {
-    const long long r = i * BR, rows = n_rows - r < BR ? n_rows - r : BR;
+  const long long end = args().start + args().count;
+  for (long long r = args().start; r < end; r += BR) {
+    const long long rows = end - r < BR ? end - r : BR;
     auto dxb = dx_cb.scoped_wait();
     dma(dxb, dx.slice(r, 0, rows, n_cols)).wait();
   }

@@ -4,9 +4,10 @@
 //   mean = sum(x) / C, rstd = 1 / sqrt(sum((x - mean)^2) / C + eps) (two-pass in shared memory, f32),
 //   out = (x - mean) * rstd * w + b; writes out, mean and rstd (N x 1, f32).
 // w and b are read once per core into row vectors (tiles of 1 x 32) that compute keeps to the end.
-// Each core covers blocks [start, start + count) (runtime args). C need not be a multiple of 32:
+// Each core covers rows [start, start + count) (runtime args), BR at a time: split by rows, the cores'
+// shares differ by a row at most (a core's last block may be short). C need not be a multiple of 32:
 // padded columns read as 0, so they add nothing to the sum; `valid` (a row vector of ones over the
-// true columns, 0 in the padding) keeps them out of the squared deviations. Padded rows of the last
+// true columns, 0 in the padding) keeps them out of the squared deviations. Padded rows of a short
 // block read as 0 and are not written.
 // Compile-time: CT (tiles per row), BR (rows per block), n_cols, eps_bits (the f32 eps as its bits).
 void reader() {
@@ -20,9 +21,9 @@ void reader() {
     tw.wait();
     tb.wait();
   }
-  const long long n_rows = x.rows();
-  for (long long i = args().start; i < args().start + args().count; i++) {
-    const long long r = i * BR, rows = n_rows - r < BR ? n_rows - r : BR;
+  const long long end = args().start + args().count;
+  for (long long r = args().start; r < end; r += BR) {
+    const long long rows = end - r < BR ? end - r : BR;
     auto xb = x_cb.scoped_reserve();
     dma(x.slice(r, 0, rows, n_cols), xb).wait();
   }
@@ -43,7 +44,7 @@ void compute() {
   auto wb = w_cb.scoped_wait();  // kept for every block
   auto bb = b_cb.scoped_wait();
   auto vb = valid_cb.scoped_wait();
-  for (long long i = 0; i < args().count; i++) {
+  for (long long i = 0; i < (args().count + BR - 1) / BR; i++) {
     auto xb = x_cb.scoped_wait();
     auto m = mean_cb.scoped_reserve();
     auto rs = rstd_cb.scoped_reserve();
@@ -58,18 +59,18 @@ void compute() {
 // Two writers: out, and the stats (one data-movement warp for all three kept compute waiting for
 // free blocks).
 void writer() {
-  const long long n_rows = out.rows();
-  for (long long i = args().start; i < args().start + args().count; i++) {
-    const long long r = i * BR, rows = n_rows - r < BR ? n_rows - r : BR;
+  const long long end = args().start + args().count;
+  for (long long r = args().start; r < end; r += BR) {
+    const long long rows = end - r < BR ? end - r : BR;
     auto ob = out_cb.scoped_wait();
     dma(ob, out.slice(r, 0, rows, n_cols)).wait();
   }
 }
 
 void stats_writer() {
-  const long long n_rows = out.rows();
-  for (long long i = args().start; i < args().start + args().count; i++) {
-    const long long r = i * BR, rows = n_rows - r < BR ? n_rows - r : BR;
+  const long long end = args().start + args().count;
+  for (long long r = args().start; r < end; r += BR) {
+    const long long rows = end - r < BR ? end - r : BR;
     auto m = mean_cb.scoped_wait();
     auto rs = rstd_cb.scoped_wait();
     Transfer tm = dma(m, mean.slice(r, 0, rows, 1));

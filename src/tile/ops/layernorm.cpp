@@ -45,7 +45,7 @@ Tensor constant_row(double value, int64_t C, DType t, Device device) {
   return r;
 }
 
-// Rows (tile rows, or blocks of rows) split over the cores, and the cores' pieces of the weight
+// Rows (tile rows, or single rows) split over the cores, and the cores' pieces of the weight
 // gradients.
 void set_row_split(Program& p, int64_t row_units, int cores, const std::vector<Work>& pieces) {
   auto w = split_work(row_units, cores);
@@ -185,7 +185,7 @@ Program layernorm_forward_program(const Tensor& x, const Tensor& weight, const T
     p.constant("CT", CT).constant("BR", br).constant("n_cols", C);
     p.constant("eps_bits", std::bit_cast<uint32_t>(static_cast<float>(eps)));
     p.runtime_args({"start", "count"});
-    auto w = split_work((N + br - 1) / br, cores);
+    auto w = split_work(N, cores);  // rows: shares within a row of each other
     for (int k = 0; k < cores; k++) p.set_runtime_args(k, {w[k].start, w[k].count});
     return p;
   }
@@ -219,6 +219,9 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
   auto [N, C] = view2d(x);
   int64_t CT = tiles(C);
   const int cores = grid.size();
+  // the cross-core reduction reads each piece's partial sums (a row per core) 32 rows a block: with a
+  // slot for each (up to 8), all of them are in flight at once
+  const int part_slots = static_cast<int>(std::clamp<int64_t>(tiles(wgrad ? cores : 1), 2, 8));
   auto rows_cbs = [&](Program& p, int br, int slots) {
     p.gpu_compute_warps(rows_compute_warps(br));
     p.cb("x_cb", 1, CT, t, slots, br).cb("dout_cb", 1, CT, t, slots, br).cb("dx_cb", 1, CT, t, 2, br);
@@ -227,12 +230,14 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
     p.cb("dnorm_mean_cb", 1, 1, f32, 1, br).cb("dnorm_norm_mean_cb", 1, 1, f32, 1, br);
     // the core's weight-gradient sums (row vectors), then the grid reduction tile by tile
     p.cb("dw_part_cb", 1, CT, f32, 1, 1).cb("db_part_cb", 1, CT, f32, 1, 1);
-    p.cb("grad_in_cb", 1, 1, gt, 1, 1).cb("part_cb", 1, 1, f32).cb("tile_acc_cb", 1, 1, f32, 1, 1);
+    p.cb("grad_in_cb", 1, 1, gt, 1, 1)
+        .cb("part_cb", 1, 1, f32, part_slots)
+        .cb("tile_acc_cb", 1, 1, f32, 1, 1);
     p.cb("grad_out_cb", 1, 1, gt, 1, 1);
   };
-  if (auto [br, slots] =
-          row_blocks("backward " + std::to_string(C) + " " + dtype_name(t) + " " + dtype_name(gt),
-                     C * dtype_size(t), cb_budget(cores), rows_cbs);
+  if (auto [br, slots] = row_blocks("backward " + std::to_string(C) + " " + dtype_name(t) + " " +
+                                        dtype_name(gt) + " " + std::to_string(part_slots),
+                                    C * dtype_size(t), cb_budget(cores), rows_cbs);
       br) {  // whole rows in a block
     Program p = Program::from_library("layernorm/backward_rows.cpp", grid);
     p.roles({"reader", "dout_reader", "writer"}, "compute");
@@ -250,7 +255,7 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
     p.semaphore("arrived").semaphore("go");
     p.constant("CT", CT).constant("BR", br).constant("n_cols", C).constant("WGRAD", wgrad ? 1 : 0);
     p.runtime_args({"start", "count", "piece_start", "piece_count"});
-    set_row_split(p, (N + br - 1) / br, cores, split_work(wgrad ? 2 * CT : 0, cores));
+    set_row_split(p, N, cores, split_work(wgrad ? 2 * CT : 0, cores));  // rows, not blocks
     return p;
   }
   auto cbs = [&](Program& p, int K) {
