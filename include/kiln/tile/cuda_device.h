@@ -902,11 +902,12 @@ inline void sem_mcast_set(int sem, abi::CoreRange r, long long v, abi::Loc at) {
   check_sem(sem, at);
   check_range(r, at);
   release_role();
-  if (leader())
-    for (int y = r.y0; y < r.y1; y++)
-      for (int x = r.x0; x < r.x1; x++)
-        atomicExch(reinterpret_cast<unsigned long long*>(sem_ptr(y * P().grid_cols + x, sem)),
-                   static_cast<unsigned long long>(v));
+  // the role's threads share the cores (a leader alone would wait out each exchange's round trip)
+  const int w = r.x1 - r.x0, n = w * (r.y1 - r.y0);
+  for (int k = role_rank(); k < n; k += role_size())
+    atomicExch(
+        reinterpret_cast<unsigned long long*>(sem_ptr((r.y0 + k / w) * P().grid_cols + r.x0 + k % w, sem)),
+        static_cast<unsigned long long>(v));
 }
 
 // ---- compute helpers ----
