@@ -131,10 +131,6 @@ inline void mbar_arrive(unsigned addr, unsigned count) {
 inline void cp_async4(unsigned dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
 }
-// 16 bytes, through L2 only (the source may have been written by another core during the kernel)
-inline void cp_async16(unsigned dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
-}
 // The barrier's current phase also waits until this thread's asynchronous copies so far landed.
 inline void mbar_arrive_after_copies(unsigned addr) {
   asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];" ::"r"(addr) : "memory");
@@ -527,40 +523,25 @@ inline bool bulk_rows(const cuda_abi::TensorParam& v, const Rect& r) {
 // writes and multicast sends kWriteId; multicast receives below zero.
 inline constexpr int kWriteId = 1 << 30;
 
-// Aligned rows shorter than this move as 16-byte asynchronous copies spread over the role's threads
-// rather than one bulk copy each: the copy engine takes bulk copies one after another (on an H200,
-// 5 blocks of 32 rows of 128 bytes took it about 10 us), the threads' copies go out together.
-inline constexpr int kShortRowBytes = 1024;
-
-// dma_read's general case (out of line: see record): bulk row copies (16-byte copies for short rows)
-// with the padding written around them, or unaligned slices element by element; the leader arrives
-// on `bar` when the role's direct writes are done.
+// dma_read's general case (out of line: see record): bulk row copies with the padding written
+// around them, or unaligned slices element by element; the leader arrives on `bar` when the role's
+// direct writes are done.
 __noinline__ void dma_read_general(const Rect& r, const cuda_abi::TensorParam& v, const CbLayout& cb,
                                    unsigned char* dst, const unsigned char* src, unsigned pad_bits, bool bulk,
                                    bool padded, unsigned* issued, unsigned long long* sig,
                                    unsigned long long want, unsigned bar) {
   const int es = v.elem_bytes, bw = cb.cols * 32, bh = cb.height();
-  const bool short_rows = bulk && r.cols * es < kShortRowBytes;
   const unsigned n = *issued;
   role_sync();  // every thread has read the count and the signature
   if (leader()) {
     *issued = n + 1;
     *sig = want;
-    if (bulk && !short_rows)
-      mbar_expect_tx(bar, static_cast<unsigned>(r.rows * r.cols * es));  // before any copy lands
+    if (bulk) mbar_expect_tx(bar, static_cast<unsigned>(r.rows * r.cols * es));  // before any copy lands
   }
   role_sync();
-  if (short_rows) {
-    const int per_row = r.cols * es / 16;
-    for (int q = role_rank(); q < r.rows * per_row; q += role_size())
-      cp_async16(smem_addr(dst + (q / per_row) * bw * es + (q % per_row) * 16),
-                 src + static_cast<long long>(q / per_row) * v.cols * es + (q % per_row) * 16);
-    mbar_arrive_after_copies(bar);  // before the leader's arrival (role_sync below)
-  } else if (bulk) {
+  if (bulk) {
     for (int i = role_rank(); i < r.rows; i += role_size())
       bulk_read(smem_addr(dst + i * bw * es), src + i * v.cols * es, static_cast<unsigned>(r.cols * es), bar);
-  }
-  if (bulk) {
     // padding: the columns right of the slice (whole 16-byte chunks), then the rows below it
     const Vec16 p16{pad_bits, pad_bits, pad_bits, pad_bits};
     const int chunks = bw * es / 16, first = r.cols * es / 16;
@@ -646,8 +627,7 @@ inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at
   }
   const bool bulk = bulk_rows(v, r) && r.cols > 0;
   const bool padded = *sig == want;  // the padding from the slot's last read is still in place
-  if (bulk && r.cols * es >= kShortRowBytes && (padded || (r.rows == bh && r.cols == bw)) &&
-      r.rows <= role_size()) {
+  if (bulk && (padded || (r.rows == bh && r.cols == bw)) && r.rows <= role_size()) {
     // a bulk copy per row, nothing to pad: the leader arrives with the bytes to expect, then each
     // thread issues its row
     role_sync();  // every thread has read the count and the signature
