@@ -3,6 +3,7 @@
 // that starts each), how many DMAs it issued. Times are clock cycles of the core's multiprocessor.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "tile/cuda/launch_state.h"
@@ -97,6 +98,28 @@ std::string describe_trace(const Program::Desc& d, int core, const std::vector<u
   }
   if (recorded > recs.size())
     out += "  (" + std::to_string(recorded - recs.size()) + " later records not kept)\n";
+  // KILN_TILE_TRACE_LAST=<n>: the core's last n events in order (where its kernel's end goes)
+  const char* last = std::getenv("KILN_TILE_TRACE_LAST");
+  const size_t n = last ? std::min<size_t>(std::strtoul(last, nullptr, 10), ev.size()) : 0;
+  if (n > 0) out += "  its last " + std::to_string(n) + " events (cycles from its first):\n";
+  for (size_t i = ev.size() - n; i < ev.size(); i++) {
+    auto [t, e, w, o] = ev[i];
+    std::string what;
+    if (e < static_cast<int>(cuda_abi::kTraceStore))
+      what = wait_name(d, e / 2, o) + (e % 2 == 0 ? ": waits" : ": done waiting");
+    else if (e == static_cast<int>(cuda_abi::kTraceStore))
+      what = "store begins";
+    else if (e == static_cast<int>(cuda_abi::kTraceStoreBarrier))
+      what = "store's barrier passed";
+    else if (e == static_cast<int>(cuda_abi::kTraceStoreEnd))
+      what = "store ends";
+    else
+      what =
+          std::string(e == static_cast<int>(cuda_abi::kTraceDmaRead) ? "DMA read into " : "DMA write from ") +
+          cb_name(d, o);
+    out += "    " + std::to_string(t) + " " +
+           (w < compute_warps ? d.compute_role : role_name(d, w - compute_warps)) + ": " + what + "\n";
+  }
   return out;
 }
 
