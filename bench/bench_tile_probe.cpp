@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
   };
   // the backward's dx alone (no weight gradients: no column sums per block, no cross-core tail)
   Tensor zero = zeros({C}, {.device = gpu}).realize();
-  tile::Program dx_only = tile::ops::layernorm_backward_program(dy, x, w, f.mean, f.rstd, zero, zero, false, grid);
+  tile::Program dx_only =
+      tile::ops::layernorm_backward_program(dy, x, w, f.mean, f.rstd, zero, zero, false, grid);
   auto bwd_dx = [&] { dx_only.run(); };
   double tf = wall(fwd), tb = wall(bwd), tfb = wall(both);
   std::printf(
