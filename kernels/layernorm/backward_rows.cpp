@@ -11,16 +11,15 @@
 //      part_dw / part_db (cores x C, f32);
 //   2. all cores meet at a barrier (semaphore `arrived` on core (0, 0), released by a multicast set
 //      of `go`); then every core owns pieces [piece_start, piece_start + piece_count) of the 2 x CT
-//      tile columns of dweight then dbias and sums each over the cores' rows, PT tiles of rows per
-//      block (one read per piece on up to 32 * PT cores: a reduce-scatter);
+//      tile columns of dweight then dbias and sums each over the cores' rows, 32 rows per block (a
+//      reduce-scatter);
 //   3. it adds the piece to dweight_in / dbias_in and writes it: gradient accumulation (+=).
 // Two readers share the reads of each block (x and mean; dout and rstd): one data-movement warp
 // issuing them all had been the slowest role (three were slower than two on an H200). w is read
 // once per core into a row vector. Padded rows and columns (shapes not multiples of 32 or
 // BR) read as 0: dout = 0 there, so they add nothing to any sum; the means over C divide by the true
 // C (n_cols).
-// Compile-time: CT, BR, n_cols, WGRAD (0: dx only, the weight gradients come from another kernel),
-// PT (tiles of partial-sum rows per block).
+// Compile-time: CT, BR, n_cols, WGRAD (0: dx only, the weight gradients come from another kernel).
 
 // This core's rows [start, start + count) of `data` (C each), BR a block (the last one may be
 // short), into data_cb, with their rows of `stat` (N x 1) into stat_cb.
@@ -59,8 +58,8 @@ void reader() {
       auto gb = grad_in_cb.scoped_reserve();
       dma(dw ? dweight_in.slice(0, c, 1, width) : dbias_in.slice(0, c, 1, width), gb).wait();
     }
-    for (long long p = 0; p < part_rows; p += 32 * PT) {
-      const long long rows = part_rows - p < 32 * PT ? part_rows - p : 32 * PT;
+    for (long long p = 0; p < part_rows; p += 32) {
+      const long long rows = part_rows - p < 32 ? part_rows - p : 32;
       auto pb = part_cb.scoped_reserve();
       dma(dw ? part_dw.slice(p, c, rows, width) : part_db.slice(p, c, rows, width), pb).wait();
     }
@@ -106,7 +105,7 @@ void compute() {
   const long long part_rows = part_dw.rows();
   for (long long q = 0; q < args().piece_count; q++) {  // steps 2 and 3
     auto sums = col_sums(part_cb);                      // the piece's column sums over the cores' rows
-    for (long long p = 0; p < part_rows; p += 32 * PT) {
+    for (long long p = 0; p < part_rows; p += 32) {
       auto pb = part_cb.scoped_wait();
       sums.add(pb);
     }

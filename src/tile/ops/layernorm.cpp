@@ -219,9 +219,9 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
   auto [N, C] = view2d(x);
   int64_t CT = tiles(C);
   const int cores = grid.size();
-  // the cross-core reduction reads each piece's partial sums (a row per core) in blocks of PT tiles
-  // down (up to 8: 256 rows), two slots: one read per piece on a grid of up to 256 cores
-  const int part_tiles = static_cast<int>(std::clamp<int64_t>(tiles(wgrad ? cores : 1), 1, 8));
+  // the cross-core reduction reads each piece's partial sums (a row per core) 32 rows a block: with a
+  // slot for each (up to 8), all of them are in flight at once
+  const int part_slots = static_cast<int>(std::clamp<int64_t>(tiles(wgrad ? cores : 1), 2, 8));
   auto rows_cbs = [&](Program& p, int br, int slots) {
     p.gpu_compute_warps(rows_compute_warps(br));
     p.cb("x_cb", 1, CT, t, slots, br).cb("dout_cb", 1, CT, t, slots, br).cb("dx_cb", 1, CT, t, 2, br);
@@ -230,11 +230,13 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
     p.cb("dnorm_mean_cb", 1, 1, f32, 1, br).cb("dnorm_norm_mean_cb", 1, 1, f32, 1, br);
     // the core's weight-gradient sums (row vectors), then the grid reduction tile by tile
     p.cb("dw_part_cb", 1, CT, f32, 1, 1).cb("db_part_cb", 1, CT, f32, 1, 1);
-    p.cb("grad_in_cb", 1, 1, gt, 1, 1).cb("part_cb", part_tiles, 1, f32).cb("tile_acc_cb", 1, 1, f32, 1, 1);
+    p.cb("grad_in_cb", 1, 1, gt, 1, 1)
+        .cb("part_cb", 1, 1, f32, part_slots)
+        .cb("tile_acc_cb", 1, 1, f32, 1, 1);
     p.cb("grad_out_cb", 1, 1, gt, 1, 1);
   };
   if (auto [br, slots] = row_blocks("backward " + std::to_string(C) + " " + dtype_name(t) + " " +
-                                        dtype_name(gt) + " " + std::to_string(part_tiles),
+                                        dtype_name(gt) + " " + std::to_string(part_slots),
                                     C * dtype_size(t), cb_budget(cores), rows_cbs);
       br) {  // whole rows in a block
     Program p = Program::from_library("layernorm/backward_rows.cpp", grid);
@@ -252,7 +254,6 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
     rows_cbs(p, br, slots);
     p.semaphore("arrived").semaphore("go");
     p.constant("CT", CT).constant("BR", br).constant("n_cols", C).constant("WGRAD", wgrad ? 1 : 0);
-    p.constant("PT", part_tiles);
     p.runtime_args({"start", "count", "piece_start", "piece_count"});
     set_row_split(p, N, cores, split_work(wgrad ? 2 * CT : 0, cores));  // rows, not blocks
     return p;
