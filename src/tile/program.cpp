@@ -245,7 +245,9 @@ Tensor Program::result(const std::string& name) const {
   for (auto& t : d_->tensors)
     if (t.name == name) {
       if (!t.output) fail(*d_, "result('" + name + "'): '" + name + "' is an input");
-      if (!t.value.defined()) fail(*d_, "result('" + name + "'): the program has not run yet");
+      if (!t.value.defined())
+        fail(*d_,
+             "result('" + name + "'): no result (the program has not run since it was declared or released)");
       return t.value;
     }
   fail(*d_, "result('" + name + "'): no output of that name");

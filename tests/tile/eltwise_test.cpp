@@ -118,7 +118,8 @@ TEST(TileEltwise, KeptProgramRebindsItsInputs) {
   Tensor y = p.result("y");
   p.release();
   EXPECT_EQ(error_of([&] { p.result("y"); }),
-            "kiln.tile: program 'eltwise_add': result('y'): the program has not run yet");
+            "kiln.tile: program 'eltwise_add': result('y'): no result (the program has not run since it was "
+            "declared or released)");
   EXPECT_EQ(error_of([&] { p.run(); }),
             "kiln.tile: program 'eltwise_add': run(): input 'a' is not bound (released; bind it again)");
   Tensor a2 = tile_input({64, 64}, 14), b2 = tile_input({64, 64}, 15);

@@ -35,9 +35,9 @@ void check_row(const char* op, const char* what, const Tensor& v, int64_t C) {
 Tensor constant_row(double value, int64_t C, DType t, Device device) {
   static std::mutex mu;
   // kept to the end of the process (device memory is not freed after the driver has gone)
-  static auto* made = new std::map<std::tuple<double, int64_t, DType, std::string>, Tensor>;
+  static auto* made = new std::map<std::tuple<double, int64_t, DType, int>, Tensor>;
   std::lock_guard<std::mutex> l(mu);
-  Tensor& r = (*made)[{value, C, t, device.str()}];
+  Tensor& r = (*made)[{value, C, t, device.code()}];  // every call looks it up: no string made
   if (!r.defined()) {
     r = (ones({1, C}, {.device = device}) * value).to(t);
     r.realize();
