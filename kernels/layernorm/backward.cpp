@@ -1,7 +1,8 @@
 // LayerNorm backward (llm.c's layernorm_backward) split over rows on a 2D grid, given the forward's
-// mean and rstd (N x 1, f32): per row, norm = (x - mean) * rstd, dnorm = dout * w,
-// dx = (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd; and, with WGRAD = 1, the weight
-// gradients dweight = dweight_in + sum over rows of dout * norm, dbias = dbias_in + sum of dout.
+// mean and rstd (1 x N rows, f32; a tile row's 32 of each read down a column with col_of): per row,
+// norm = (x - mean) * rstd, dnorm = dout * w, dx = (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
+// * rstd; and, with WGRAD = 1, the weight gradients dweight = dweight_in + sum over rows of
+// dout * norm, dbias = dbias_in + sum of dout.
 // Each core covers tile rows [start, start + count) (runtime args). A tile row is streamed in chunks
 // of 1 x K tiles (K divides CT; the host picks it so that the CBs fit a core's shared memory
 // whatever C is), in two passes: pass 1 sums dnorm and dnorm * norm over the row (f32); pass 2 reads
@@ -25,8 +26,8 @@ void reader() {
     {
       auto m = mean_cb.scoped_reserve();
       auto rs = rstd_cb.scoped_reserve();
-      Transfer tm = dma(mean.slice(r, 0), m);
-      Transfer tr = dma(rstd.slice(r, 0), rs);
+      Transfer tm = dma(mean.slice(0, r), m);
+      Transfer tr = dma(rstd.slice(0, r), rs);
       tm.wait();
       tr.wait();
     }
@@ -79,7 +80,7 @@ void compute() {
       auto xb = x_cb.scoped_wait();
       auto gb = dout_cb.scoped_wait();
       auto wb = w_cb.scoped_wait();
-      auto norm = (xb - bcast_cols(m)) * bcast_cols(rs);  // expressions: evaluated where stored
+      auto norm = (xb - bcast_cols(col_of<32>(m))) * bcast_cols(col_of<32>(rs));  // evaluated where stored
       auto dnorm = gb * bcast_rows(wb);
       dnorm_mean.store(dnorm_mean + reduce_sum<1>(dnorm));
       dnorm_norm_mean.store(dnorm_norm_mean + reduce_sum<1>(dnorm * norm));
@@ -90,11 +91,12 @@ void compute() {
       auto xb = x_cb.scoped_wait();
       auto gb = dout_cb.scoped_wait();
       auto wb = w_cb.scoped_wait();
-      auto norm = (xb - bcast_cols(m)) * bcast_cols(rs);
+      auto norm = (xb - bcast_cols(col_of<32>(m))) * bcast_cols(col_of<32>(rs));
       auto dnorm = gb * bcast_rows(wb);
       {
         auto dxb = dx_cb.scoped_reserve();
-        dxb.store((dnorm - bcast_cols(dnorm_mean) - norm * bcast_cols(dnorm_norm_mean)) * bcast_cols(rs));
+        dxb.store((dnorm - bcast_cols(dnorm_mean) - norm * bcast_cols(dnorm_norm_mean)) *
+                  bcast_cols(col_of<32>(rs)));
       }
       if (WGRAD) {  // step 1: this tile row's sums, dweight's then dbias's, to the writer
         {

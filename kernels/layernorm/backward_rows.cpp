@@ -1,7 +1,8 @@
 // LayerNorm backward with whole rows in a block: the rows variant of backward.cpp, for rows that
-// fit a core's shared memory. Given the forward's mean and rstd (N x 1, f32), per block of BR rows
-// (blocks of 1 x CT short tiles of BR x 32 elements, rows moved through element-indexed accessors),
-// in one pass over x and dout:
+// fit a core's shared memory. Given the forward's mean and rstd (as 1 x N rows, f32: a block's
+// statistics move as one contiguous copy into a row vector, read down a column with col_of), per
+// block of BR rows (blocks of 1 x CT short tiles of BR x 32 elements, rows moved through
+// element-indexed accessors), in one pass over x and dout:
 //   norm = (x - mean) * rstd, dnorm = dout * w,
 //   dx = (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd;
 // and, with WGRAD = 1, dweight = dweight_in + sum over rows of dout * norm, dbias = dbias_in + sum
@@ -22,7 +23,7 @@
 // Compile-time: CT, BR, n_cols, WGRAD (0: dx only, the weight gradients come from another kernel).
 
 // This core's rows [start, start + count) of `data` (C each), BR a block (the last one may be
-// short), into data_cb, with their rows of `stat` (N x 1) into stat_cb.
+// short), into data_cb, with their elements of `stat` (1 x N) into stat_cb.
 template <class D, class DC, class S, class SC>
 void read_blocks(const D& data, const DC& data_cb, const S& stat, const SC& stat_cb) {
   const long long end = args().start + args().count;
@@ -31,7 +32,7 @@ void read_blocks(const D& data, const DC& data_cb, const S& stat, const SC& stat
     auto db = data_cb.scoped_reserve();
     auto sb = stat_cb.scoped_reserve();
     Transfer td = dma(data.slice(r, 0, rows, n_cols), db);
-    Transfer ts = dma(stat.slice(r, 0, rows, 1), sb);
+    Transfer ts = dma(stat.slice(0, r, 1, rows), sb);
     td.wait();
     ts.wait();
   }
@@ -80,13 +81,14 @@ void compute() {
     auto gb = dout_cb.scoped_wait();
     auto m = mean_cb.scoped_wait();
     auto rs = rstd_cb.scoped_wait();
-    auto norm = (xb - bcast_cols(m)) * bcast_cols(rs);  // expressions: evaluated where stored
+    auto norm = (xb - bcast_cols(col_of<BR>(m))) * bcast_cols(col_of<BR>(rs));  // evaluated where stored
     auto dnorm = gb * bcast_rows(wb);
     dnorm_mean.store(reduce_sum<1>(dnorm) * inv_c);
     dnorm_norm_mean.store(reduce_sum<1>(dnorm * norm) * inv_c);
     {
       auto dxb = dx_cb.scoped_reserve();
-      dxb.store((dnorm - bcast_cols(dnorm_mean) - norm * bcast_cols(dnorm_norm_mean)) * bcast_cols(rs));
+      dxb.store((dnorm - bcast_cols(dnorm_mean) - norm * bcast_cols(dnorm_norm_mean)) *
+                bcast_cols(col_of<BR>(rs)));
     }
     if (WGRAD) {
       dw_sum.add(gb * norm);

@@ -61,6 +61,12 @@ TEST(TileBroadcast, ScalarBlock1x1) {
             [](float a, const std::vector<float>& v, int, int) { return a * v[0]; });
 }
 
+// A row vector read down a column: v (1 x 128, one block of 1 x 4 tiles) gives row i its element i.
+TEST(TileBroadcast, RowVectorDownAColumn) {
+  run_bcast("col_of", "ab * bcast_cols(col_of<32, 4>(vb))", {1, 128}, 1, 4,
+            [](float a, const std::vector<float>& v, int i, int) { return a * v[i]; });
+}
+
 TEST(TileCompute, ReduceOverRowsAndColumnsAndUnaryMath) {
   Tensor x = tile_input({64, 64}, 41, DType::F32, -2, 2);
   Program p("reduce_math", kReduceMath, Grid::cores(1));

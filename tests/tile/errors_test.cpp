@@ -185,6 +185,22 @@ void writer() {}
       << err;
 }
 
+TEST(TileErrors, ColumnLongerThanItsRowVectorIsACompileError) {
+  std::string src = std::string(R"(
+void reader() {}
+void compute() {
+  auto yb = y_cb.scoped_reserve();
+  auto v = z_cb.scoped_wait();
+  yb.store(bcast_cols(col_of<32, 2>(v)));
+}
+void writer() {}
+)");
+  Program p("col_of_too_long", src, Grid::cores(2));
+  p.output("y", {64, 64}, DType::F32).cb("y_cb", 2, 2, DType::F32).cb("z_cb", 1, 1, DType::F32);
+  std::string err = error_of([&] { p.run(); });
+  EXPECT_NE(err.find("col_of<TH, R>: the column is longer than the row vector"), std::string::npos) << err;
+}
+
 // The CBs must fit a GPU thread block's shared memory (227 KB on an H100) less the runtime's own
 // state; the CPU backend checks the same limit before compiling anything, so CPU CI catches a kernel
 // that could not run on the GPU.

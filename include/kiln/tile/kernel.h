@@ -267,6 +267,24 @@ struct Bcast {
   }
 };
 
+// A row vector's elements down a column: element (i, 0) of an (R, 1) column of tiles of height TH
+// is element (0, i) of A, a (1, N) block; the rest of the column's tiles read as 0.
+template <int R, int TH, class A>
+struct ColOf {
+  static_assert(A::rows == 1, "kiln.tile: col_of needs a (1, N) block (a row vector)");
+  static_assert(R * TH <= A::cols * kTile,
+                "kiln.tile: col_of<TH, R>: the column is longer than the row vector");
+  static constexpr int rows = R, cols = 1, th = TH;
+  A a;
+  auto bind(abi::Loc l) const {
+    auto ba = a.bind(l);
+    return ColOf<R, TH, decltype(ba)>{ba};
+  }
+  static constexpr bool crosses(Reach, bool d, int w) { return A::crosses(kAnywhere, d, w); }
+  float at(int i, int j) const { return j == 0 ? a.at(0, i) : 0.0f; }
+  F4 at4(int i, int j) const { return j == 0 ? F4{{a.at(0, i), 0.0f, 0.0f, 0.0f}} : splat(0.0f); }
+};
+
 // Reduction over dim 0 (rows: a (1, N) result in element row 0, of any tile height, a row vector
 // of short tiles included) or dim 1 (columns: (M, 1) result in element column 0); f32
 // accumulation; the rest of the result tiles is 0.
@@ -463,6 +481,14 @@ template <BlockExpr A>
 auto bcast_cols(const A& a) {
   auto ea = detail::as_expr(a);
   return detail::Bcast<false, true, decltype(ea)>{ea};
+}
+// A (1, N) block's elements as an (R, 1) column of tiles of height TH (element (i, 0) = element
+// (0, i)): per-row values kept compactly (a row of them moves as one contiguous copy) for
+// bcast_cols.
+template <int TH, int R = 1, BlockExpr A>
+auto col_of(const A& a) {
+  auto ea = detail::as_expr(a);
+  return detail::ColOf<R, TH, decltype(ea)>{ea};
 }
 // A (1, 1) block's element (0, 0) everywhere.
 template <BlockExpr A>

@@ -45,12 +45,15 @@ Tensor constant_row(double value, int64_t C, DType t, Device device) {
   return r;
 }
 
-// Rows (tile rows, or single rows) split over the cores, and the cores' pieces of the weight
-// gradients.
-void set_row_split(Program& p, int64_t row_units, int cores, const std::vector<Work>& pieces) {
-  auto w = split_work(row_units, cores);
-  for (int k = 0; k < cores; k++)
-    p.set_runtime_args(k, {w[k].start, w[k].count, pieces[k].start, pieces[k].count});
+// Rows (tile rows, or single rows) split over the cores in whole groups of `group` (the last one
+// may be short), and the cores' pieces of the weight gradients.
+void set_row_split(Program& p, int64_t rows, int cores, const std::vector<Work>& pieces, int64_t group = 1) {
+  auto w = split_work((rows + group - 1) / group, cores);
+  for (int k = 0; k < cores; k++) {
+    const int64_t start = std::min(rows, w[k].start * group),
+                  count = std::min(rows - start, w[k].count * group);
+    p.set_runtime_args(k, {start, count, pieces[k].start, pieces[k].count});
+  }
 }
 
 }  // namespace
@@ -60,7 +63,8 @@ namespace ops {
 namespace {
 
 // Each program's inputs, as its builder declares them and a later call binds them: the data in
-// x's dtype, the statistics as N x 1 columns, the gradients to accumulate into in dweight_in's.
+// x's dtype, the statistics as N x 1 columns (1 x N rows for the backward's dx kernels: a block's
+// statistics move as one copy), the gradients to accumulate into in dweight_in's.
 Inputs forward_inputs(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const DType t = x.dtype();
   return {{"x", x},
@@ -76,8 +80,8 @@ Inputs backward_inputs(const Tensor& dout, const Tensor& x, const Tensor& weight
   return {{"x", x},
           {"dout", dout.to(t)},
           {"w", weight.to(t)},
-          {"mean", mean.reshape({N, 1})},
-          {"rstd", rstd.reshape({N, 1})},
+          {"mean", mean.reshape({1, N})},
+          {"rstd", rstd.reshape({1, N})},
           {"dweight_in", dw_in},
           {"dbias_in", db_in.to(dw_in.dtype())}};
 }
@@ -225,8 +229,8 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
   auto rows_cbs = [&](Program& p, int br, int slots) {
     p.gpu_compute_warps(rows_compute_warps(br));
     p.cb("x_cb", 1, CT, t, slots, br).cb("dout_cb", 1, CT, t, slots, br).cb("dx_cb", 1, CT, t, 2, br);
-    p.cb("mean_cb", 1, 1, f32, slots, br).cb("rstd_cb", 1, 1, f32, slots, br);
-    p.cb("w_cb", 1, CT, t, 1, 1);  // a row vector, kept
+    p.cb("mean_cb", 1, 1, f32, slots, 1).cb("rstd_cb", 1, 1, f32, slots, 1);  // row vectors
+    p.cb("w_cb", 1, CT, t, 1, 1);                                             // a row vector, kept
     p.cb("dnorm_mean_cb", 1, 1, f32, 1, br).cb("dnorm_norm_mean_cb", 1, 1, f32, 1, br);
     // the core's weight-gradient sums (row vectors), then the grid reduction tile by tile
     p.cb("dw_part_cb", 1, CT, f32, 1, 1).cb("db_part_cb", 1, CT, f32, 1, 1);
@@ -255,7 +259,9 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
     p.semaphore("arrived").semaphore("go");
     p.constant("CT", CT).constant("BR", br).constant("n_cols", C).constant("WGRAD", wgrad ? 1 : 0);
     p.runtime_args({"start", "count", "piece_start", "piece_count"});
-    set_row_split(p, N, cores, split_work(wgrad ? 2 * CT : 0, cores));  // rows, not blocks
+    // rows in fours (shares within four rows of each other): every block's statistics then start on
+    // 16 bytes, so a block of a multiple of 4 rows reads them with one bulk copy
+    set_row_split(p, N, cores, split_work(wgrad ? 2 * CT : 0, cores), 4);
     return p;
   }
   auto cbs = [&](Program& p, int K) {
