@@ -72,9 +72,8 @@ void dout_reader() { read_blocks(dout, dout_cb, rstd, rstd_cb); }
 
 void compute() {
   const float inv_c = 1.0f / static_cast<float>(n_cols);
-  auto wb = w_cb.scoped_wait();  // kept for every block
-  auto dnorm_mean = dnorm_mean_cb.scoped_scratch();
-  auto dnorm_norm_mean = dnorm_norm_mean_cb.scoped_scratch();
+  auto wb = w_cb.scoped_wait();            // kept for every block
+  auto means = means_cb.scoped_scratch();  // per row: mean(dnorm) in column 0, mean(dnorm * norm) in 1
   auto dw_sum = col_sums(x_cb), db_sum = col_sums(x_cb);  // step 1, over all the core's blocks
   for (long long i = 0; i < (args().count + BR - 1) / BR; i++) {
     auto xb = x_cb.scoped_wait();
@@ -83,12 +82,10 @@ void compute() {
     auto rs = rstd_cb.scoped_wait();
     auto norm = (xb - bcast_cols(col_of<BR>(m))) * bcast_cols(col_of<BR>(rs));  // evaluated where stored
     auto dnorm = gb * bcast_rows(wb);
-    dnorm_mean.store(reduce_sum<1>(dnorm) * inv_c);
-    dnorm_norm_mean.store(reduce_sum<1>(dnorm * norm) * inv_c);
+    means.store(to_col<0>(reduce_sum<1>(dnorm) * inv_c) + to_col<1>(reduce_sum<1>(dnorm * norm) * inv_c));
     {
       auto dxb = dx_cb.scoped_reserve();
-      dxb.store((dnorm - bcast_cols(dnorm_mean) - norm * bcast_cols(dnorm_norm_mean)) *
-                bcast_cols(col_of<BR>(rs)));
+      dxb.store((dnorm - bcast_col<0>(means) - norm * bcast_col<1>(means)) * bcast_cols(col_of<BR>(rs)));
     }
     if (WGRAD) {
       dw_sum.add(gb * norm);

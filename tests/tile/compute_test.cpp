@@ -67,6 +67,40 @@ TEST(TileBroadcast, RowVectorDownAColumn) {
             [](float a, const std::vector<float>& v, int i, int) { return a * v[i]; });
 }
 
+// Two row reductions side by side in one scratch block (to_col), read back by column (bcast_col).
+TEST(TileBroadcast, ReductionsSideBySideReadBackByColumn) {
+  const std::string src = R"(
+void reader() {
+  auto ab = a_cb.scoped_reserve();
+  dma(a.slice(0, 0, 4, 4), ab).wait();
+}
+void compute() {
+  auto ab = a_cb.scoped_wait();
+  auto s = s_cb.scoped_scratch();
+  s.store(to_col<0>(reduce_sum<1>(ab)) + to_col<3>(reduce_max<1>(ab)));
+  auto yb = y_cb.scoped_reserve();
+  yb.store(bcast_col<0>(s) * 2.0f + bcast_col<3>(s) + bcast_col<1>(s));  // column 1 holds 0
+}
+void writer() {
+  auto yb = y_cb.scoped_wait();
+  dma(yb, y.slice(0, 0, 4, 4)).wait();
+}
+)";
+  Tensor a = tile_input({128, 128}, 33);
+  Program p("to_col", src, Grid::cores(1));
+  p.input("a", a).output("y", {128, 128}, DType::F32);
+  p.cb("a_cb", 4, 4, DType::F32, 1).cb("s_cb", 4, 1, DType::F32, 1).cb("y_cb", 4, 4, DType::F32, 1);
+  p.run();
+  auto av = a.to_vector<float>();
+  std::vector<float> want(av.size());
+  for (int i = 0; i < 128; i++) {
+    float sum = 0, mx = av[i * 128];
+    for (int j = 0; j < 128; j++) sum += av[i * 128 + j], mx = std::max(mx, av[i * 128 + j]);
+    for (int j = 0; j < 128; j++) want[i * 128 + j] = 2 * sum + mx;
+  }
+  expect_near_all(p.result("y"), want, 1e-5, 1e-5);
+}
+
 TEST(TileCompute, ReduceOverRowsAndColumnsAndUnaryMath) {
   Tensor x = tile_input({64, 64}, 41, DType::F32, -2, 2);
   Program p("reduce_math", kReduceMath, Grid::cores(1));

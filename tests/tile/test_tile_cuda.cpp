@@ -120,7 +120,8 @@ std::vector<Case> cases() {
   // 2x2-tile blocks: the CBs fit the GPU's shared memory (227 KB per block on Hopper)
   for (B b : {B{"bcast_cols", "ab + bcast_cols(vb)", {128, 1}, 2, 1},
               B{"bcast_rows", "ab - bcast_rows(vb)", {1, 128}, 1, 2},
-              B{"bcast_scalar", "ab * bcast_scalar(vb)", {1, 1}, 1, 1}})
+              B{"bcast_scalar", "ab * bcast_scalar(vb)", {1, 1}, 1, 1},
+              B{"col_of", "ab * bcast_cols(col_of<32, 2>(vb))", {1, 128}, 1, 2}})
     v.push_back(
         {b.name, {"y"}, 1e-6, 1e-6, [b](Device d) {
            Program p(b.name, bcast_kernel(b.expr), Grid::cores(1));

@@ -245,7 +245,7 @@ struct Unary {
 
 // Broadcasts: Dim0 = the first element row repeats down, Dim1 = the first element column repeats
 // across, both = element (0, 0) everywhere.
-template <bool Dim0, bool Dim1, class A>
+template <bool Dim0, bool Dim1, class A, int Col = 0>
 struct Bcast {
   static_assert(!Dim0 || A::rows == 1, "kiln.tile: bcast_rows needs a (1, N) block (a row vector)");
   static_assert(!Dim1 || A::cols == 1, "kiln.tile: bcast_cols needs an (M, 1) block (a column vector)");
@@ -253,15 +253,15 @@ struct Bcast {
   A a;
   auto bind(abi::Loc l) const {
     auto ba = a.bind(l);
-    return Bcast<Dim0, Dim1, decltype(ba)>{ba};
+    return Bcast<Dim0, Dim1, decltype(ba), Col>{ba};
   }
-  static constexpr bool crosses(Reach r, bool d, int w) {  // element column 0 of the row, or row 0
+  static constexpr bool crosses(Reach r, bool d, int w) {  // element column Col of the row, or row 0
     return A::crosses(Dim0 || r == kAnywhere ? kAnywhere : kInRow, d, w);
   }
-  float at(int i, int j) const { return a.at(Dim0 ? 0 : i, Dim1 ? 0 : j); }
+  float at(int i, int j) const { return a.at(Dim0 ? 0 : i, Dim1 ? Col : j); }
   F4 at4(int i, int j) const {
     if constexpr (Dim1)
-      return splat(a.at(Dim0 ? 0 : i, 0));  // one element per row (or of the block)
+      return splat(a.at(Dim0 ? 0 : i, Col));  // one element per row (or of the block)
     else
       return a.at4(0, j);
   }
@@ -283,6 +283,32 @@ struct ColOf {
   static constexpr bool crosses(Reach, bool d, int w) { return A::crosses(kAnywhere, d, w); }
   float at(int i, int j) const { return j == 0 ? a.at(0, i) : 0.0f; }
   F4 at4(int i, int j) const { return j == 0 ? F4{{a.at(0, i), 0.0f, 0.0f, 0.0f}} : splat(0.0f); }
+};
+
+// Element column K holds A's element column 0, the other columns 0: several row reductions side
+// by side in one block, evaluated in one store (on a GPU every lane of the warp takes part in each).
+template <int K, class A>
+struct ToCol {
+  static_assert(A::cols == 1, "kiln.tile: to_col needs an (M, 1) expression (a row reduction)");
+  static_assert(K >= 0 && K < kTile, "kiln.tile: to_col<K>: K must be a column of the first tile (0 to 31)");
+  static constexpr int rows = A::rows, cols = 1, th = A::th;
+  A a;
+  auto bind(abi::Loc l) const {
+    auto ba = a.bind(l);
+    return ToCol<K, decltype(ba)>{ba};
+  }
+  static constexpr bool crosses(Reach r, bool d, int w) {
+    return A::crosses(r == kAnywhere ? r : kInRow, d, w);
+  }
+  float at(int i, int j) const {
+#ifdef KILN_TILE_CUDA
+    const float v = a.at(i, 0);  // unconditionally: a row reduction's shuffles need the whole warp
+    return j == K ? v : 0.0f;
+#else
+    return j == K ? a.at(i, 0) : 0.0f;
+#endif
+  }
+  F4 at4(int i, int j) const { return at4_of_scalars(*this, i, j); }
 };
 
 // Reduction over dim 0 (rows: a (1, N) result in element row 0, of any tile height, a row vector
@@ -489,6 +515,22 @@ template <int TH, int R = 1, BlockExpr A>
 auto col_of(const A& a) {
   auto ea = detail::as_expr(a);
   return detail::ColOf<R, TH, decltype(ea)>{ea};
+}
+// Element column K of an (M, 1) block repeated across every column (bcast_cols: column 0).
+template <int K, BlockExpr A>
+auto bcast_col(const A& a) {
+  static_assert(K >= 0 && K < kTile,
+                "kiln.tile: bcast_col<K>: K must be a column of the first tile (0 to 31)");
+  auto ea = detail::as_expr(a);
+  return detail::Bcast<false, true, decltype(ea), K>{ea};
+}
+// An (M, 1) expression (a row reduction) into element column K of the result, 0 elsewhere: sums of
+// one pass side by side, `s.store(to_col<0>(reduce_sum<1>(a)) + to_col<1>(reduce_sum<1>(b)))`,
+// read back with bcast_col<0>(s) and bcast_col<1>(s).
+template <int K, BlockExpr A>
+auto to_col(const A& a) {
+  auto ea = detail::as_expr(a);
+  return detail::ToCol<K, decltype(ea)>{ea};
 }
 // A (1, 1) block's element (0, 0) everywhere.
 template <BlockExpr A>

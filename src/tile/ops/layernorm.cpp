@@ -231,7 +231,7 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
     p.cb("x_cb", 1, CT, t, slots, br).cb("dout_cb", 1, CT, t, slots, br).cb("dx_cb", 1, CT, t, 2, br);
     p.cb("mean_cb", 1, 1, f32, slots, 1).cb("rstd_cb", 1, 1, f32, slots, 1);  // row vectors
     p.cb("w_cb", 1, CT, t, 1, 1);                                             // a row vector, kept
-    p.cb("dnorm_mean_cb", 1, 1, f32, 1, br).cb("dnorm_norm_mean_cb", 1, 1, f32, 1, br);
+    p.cb("means_cb", 1, 1, f32, 1, br);  // the two row means side by side
     // the core's weight-gradient sums (row vectors), then the grid reduction tile by tile
     p.cb("dw_part_cb", 1, CT, f32, 1, 1).cb("db_part_cb", 1, CT, f32, 1, 1);
     p.cb("grad_in_cb", 1, 1, gt, 1, 1)
