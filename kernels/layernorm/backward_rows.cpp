@@ -82,7 +82,12 @@ void compute() {
     auto rs = rstd_cb.scoped_wait();
     auto norm = (xb - bcast_cols(col_of<BR>(m))) * bcast_cols(col_of<BR>(rs));  // evaluated where stored
     auto dnorm = gb * bcast_rows(wb);
-    means.store(to_col<0>(reduce_sum<1>(dnorm) * inv_c) + to_col<1>(reduce_sum<1>(dnorm * norm) * inv_c));
+    if constexpr (CT <= 24) {  // both sums in one pass (rows up to 768: longer ones spill registers)
+      means.store(to_col<0>(reduce_sum<1>(dnorm) * inv_c) + to_col<1>(reduce_sum<1>(dnorm * norm) * inv_c));
+    } else {
+      means.store(to_col<0>(reduce_sum<1>(dnorm) * inv_c));
+      means.store(means + to_col<1>(reduce_sum<1>(dnorm * norm) * inv_c));
+    }
     {
       auto dxb = dx_cb.scoped_reserve();
       dxb.store((dnorm - bcast_col<0>(means) - norm * bcast_col<1>(means)) * bcast_cols(col_of<BR>(rs)));
