@@ -8,7 +8,8 @@
 // and, with WGRAD = 1, dweight = dweight_in + sum over rows of dout * norm, dbias = dbias_in + sum
 // of dout, in three steps:
 //   1. each core sums its rows' dout * norm and dout over all its blocks (column sums the compute
-//      role holds: on a GPU in its threads' registers, ColSums) and writes them as its row of
+//      role holds: on a GPU in its threads' registers, ColSums; added in dx's store, sum_into, so
+//      each element of x and dout is read from shared memory once for both) and writes them as its row of
 //      part_dw / part_db (cores x C, f32);
 //   2. all cores meet at a barrier (semaphore `arrived` on core (0, 0), released by a multicast set
 //      of `go`); then every core owns pieces [piece_start, piece_start + piece_count) of the 2 x CT
@@ -88,14 +89,12 @@ void compute() {
       means.store(to_col<0>(reduce_sum<1>(dnorm) * inv_c));
       means.store(means + to_col<1>(reduce_sum<1>(dnorm * norm) * inv_c));
     }
-    {
-      auto dxb = dx_cb.scoped_reserve();
-      dxb.store((dnorm - bcast_col<0>(means) - norm * bcast_col<1>(means)) * bcast_cols(col_of<BR>(rs)));
-    }
-    if (WGRAD) {
-      dw_sum.add(gb * norm);
-      db_sum.add(gb);
-    }
+    auto dx_of = (dnorm - bcast_col<0>(means) - norm * bcast_col<1>(means)) * bcast_cols(col_of<BR>(rs));
+    auto dxb = dx_cb.scoped_reserve();
+    if constexpr (WGRAD != 0)
+      dxb.store(dx_of, sum_into(dw_sum, gb * norm), sum_into(db_sum, gb));  // step 1 in the same pass
+    else
+      dxb.store(dx_of);
   }
   {  // pushed to the writer (empty without WGRAD)
     auto dw_part = dw_part_cb.scoped_reserve();

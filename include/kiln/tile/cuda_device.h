@@ -982,26 +982,28 @@ inline void for_elements4(T* out, F f, Put put) {
 }
 // Row-local blocks (rows a multiple of the compute warps, kernel.h: row_local): warp w evaluates
 // element rows w, w + warps, ..., each lane V consecutive columns 32 * V apart (W a multiple of
-// 32 * V), up to eight evaluations before any store; f(i, j) returns the V elements from (i, j),
-// put(p, v) writes them at p. A data-movement role's store (one warp) goes element by element.
+// 32 * V), up to eight evaluations before any store; f(i, j, k) returns the V elements from (i, j),
+// the k-th span of the thread's row (j = V * lane + 32 * V * k), put(p, v) writes them at p. A
+// data-movement role's store (one warp) goes element by element.
 template <int H, int W, int V, class T, class F, class Put>
 inline void for_rows(T* out, F f, Put put) {
   constexpr int span = 32 * V, per_row = W / span, per = H / KILN_TILE_COMPUTE_WARPS * per_row,
                 unroll = unroll_for(per, 8);
   if (!is_compute()) {
+    auto g = [&](int i, int j) { return f(i, j, j / span); };
     if constexpr (V == 4)
-      for_elements4<H, W>(out, f, put);
+      for_elements4<H, W>(out, g, put);
     else
-      for_elements<H, W>(out, f);
+      for_elements<H, W>(out, g);
     return;
   }
   const int w = warp(), c0 = V * lane();
   auto row = [&](int u) { return w + u / per_row * KILN_TILE_COMPUTE_WARPS; };
   auto col = [&](int u) { return c0 + u % per_row * span; };
   unrolled_steps<per, unroll>([&](int u0) {
-    decltype(f(0, 0)) v[unroll];
+    decltype(f(0, 0, 0)) v[unroll];
 #pragma unroll
-    for (int u = 0; u < unroll; u++) v[u] = f(row(u0 + u), col(u0 + u));
+    for (int u = 0; u < unroll; u++) v[u] = f(row(u0 + u), col(u0 + u), (u0 + u) % per_row);
 #pragma unroll
     for (int u = 0; u < unroll; u++) put(out + row(u0 + u) * W + col(u0 + u), v[u]);
   });

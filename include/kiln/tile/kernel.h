@@ -593,7 +593,11 @@ class ColSums {
     static_assert(X::rows > 0 && X::cols > 0, "kiln.tile: ColSums::add of a broadcast expression");
     static_assert(X::rows * X::th == H && X::cols * kTile == W,
                   "kiln.tile: ColSums::add of an expression whose shape differs from the sums' blocks");
-    abi::Loc l = detail::loc(line, file);
+    add_at(ex, detail::loc(line, file));
+  }
+  // add() of an expression (as_expr already applied) on behalf of the call at l.
+  template <class X>
+  void add_at(const X& ex, abi::Loc l) {
     KILN_TILE_RT(compute_only)("ColSums::add", l);
     auto b = ex.bind(l);
 #ifdef KILN_TILE_CUDA
@@ -617,6 +621,16 @@ class ColSums {
       for (int j = 0; j < W; j++) s_[j] += b.at(i, j);
 #endif
   }
+#ifdef KILN_TILE_CUDA
+  // A store of a block of H x W elements going through cuda::for_rows four columns at a time hands
+  // each thread the elements this thread sums (sum_into: the sums then join the store's pass).
+  static constexpr bool kJoinsStores = kOwn && kV == 4;
+  // Adds four consecutive columns of a row at chunk k (columns col(4k) to col(4k + 3)).
+  void add4(int k, const detail::F4& x) {
+#pragma unroll
+    for (int c = 0; c < 4; c++) s_[4 * k + c] += x.v[c];
+  }
+#endif
   // Writes the sums into element row 0 of `out` (width W, `rows` element rows; the rest are 0).
   void write(float* out, int rows, abi::Loc l) const {
     KILN_TILE_RT(compute_only)("ColSums store", l);
@@ -642,6 +656,33 @@ auto col_sums(const CBT&) {
   return ColSums<CBT::rows * CBT::th, CBT::cols * kTile>();
 }
 
+namespace detail {
+template <class S, class E>
+struct SumInto {
+  using sums_type = S;
+  using expr = E;
+  S* sums;
+  E e;
+  auto bind(abi::Loc l) const {
+    auto b = e.bind(l);
+    return SumInto<S, decltype(b)>{sums, b};
+  }
+};
+}  // namespace detail
+// `block.store(e, sum_into(s, a), ...)`: stores e and adds a's column sums to s (ColSums::add) in the
+// same pass over the block, as if the sums were added before the store. On a GPU, where the store
+// and the sums give each thread the same elements, every operand element is read once for all of
+// them; elsewhere it is ColSums::add and then the store.
+template <int H, int W, BlockExpr E>
+auto sum_into(ColSums<H, W>& s, const E& e) {
+  auto ex = detail::as_expr(e);
+  using X = decltype(ex);
+  static_assert(X::rows > 0 && X::cols > 0, "kiln.tile: sum_into of a broadcast expression");
+  static_assert(X::rows * X::th == H && X::cols * kTile == W,
+                "kiln.tile: sum_into of an expression whose shape differs from the sums' blocks");
+  return detail::SumInto<ColSums<H, W>, X>{&s, ex};
+}
+
 // ---- blocks and circular buffers ----
 // Waited: taken from its CB with wait() (filled by another role, or by this one through the CB).
 template <class T, int R, int C, int TH = kTile, bool Waited = false>
@@ -658,47 +699,17 @@ class Block {
   // Evaluates `e` (broadcast to this shape) and writes it here.
   template <Operand E>
   void store(const E& e, KILN_TILE_LOC) const {
-    auto ex = detail::as_expr(e);
-    using X = decltype(ex);
-    static_assert(detail::dims_match(X::rows, R) && detail::dims_match(X::cols, C),
-                  "kiln.tile: store of an expression whose shape (in tiles) differs from the block's");
-    static_assert(detail::dims_match(X::th, TH),
-                  "kiln.tile: store of an expression whose tiles have another height than the block's");
-    abi::Loc l = detail::loc(line, file);
-    auto bound = ex.bind(l);
-    T* out = data(1, l);
-    if constexpr (detail::IsMatmul<X>::value) {
-      matmul_rows(bound, out, false);
-    } else {
-#ifdef KILN_TILE_CUDA
-      // a barrier before: where it reads what other warps wrote, or writes a block every warp may
-      // have read anywhere; one after (at the next store): where other warps may still read what
-      // it overwrites next
-      constexpr int warps = KILN_TILE_COMPUTE_WARPS;
-      constexpr bool rows = detail::row_local(height, width, warps);
-      constexpr bool crosses = decltype(bound)::crosses(detail::kAtElement, rows, warps);
-      cuda::compute_begin(crosses || Waited);
-      if constexpr (rows && width % 128 == 0)
-        cuda::for_rows<height, width, 4>(
-            out, [&](int i, int j) { return bound.at4(i, j); },
-            [](T* p, const detail::F4& v) { detail::store4(p, v); });
-      else if constexpr (rows && width != kTile)
-        cuda::for_rows<height, width, 1>(
-            out, [&](int i, int j) { return detail::from_f32<T>(bound.at(i, j)); },
-            [](T* p, T v) { *p = v; });
-      else if constexpr (width % 128 == 0)  // a warp's 32 threads cover 128 columns of one row
-        cuda::for_elements4<height, width>(
-            out, [&](int i, int j) { return bound.at4(i, j); },
-            [](T* p, const detail::F4& v) { detail::store4(p, v); });
-      else
-        cuda::for_elements<height, width>(out,
-                                          [&](int i, int j) { return detail::from_f32<T>(bound.at(i, j)); });
-      cuda::compute_end(crosses || Waited);
-#else
-      for (int i = 0; i < height; i++)
-        for (int j = 0; j < width; j++) out[i * width + j] = detail::from_f32<T>(bound.at(i, j));
-#endif
-    }
+    store_at(e, detail::loc(line, file));
+  }
+  // The same, adding column sums in the same pass (sum_into).
+  template <Operand E, class S1, class E1>
+  void store(const E& e, const detail::SumInto<S1, E1>& a, KILN_TILE_LOC) const {
+    store_at(e, detail::loc(line, file), a);
+  }
+  template <Operand E, class S1, class E1, class S2, class E2>
+  void store(const E& e, const detail::SumInto<S1, E1>& a, const detail::SumInto<S2, E2>& b,
+             KILN_TILE_LOC) const {
+    store_at(e, detail::loc(line, file), a, b);
   }
   // Column sums (ColSums) into element row 0 of this (1, N) f32 block, the rest of it 0.
   template <int SH>
@@ -719,6 +730,84 @@ class Block {
   detail::BoundBlock<T, R, C, TH, Waited> bind(abi::Loc l) const { return {data(0, l)}; }
 
  private:
+  template <Operand E, class... Sums>
+  void store_at(const E& e, abi::Loc l, const Sums&... sums) const {
+    auto ex = detail::as_expr(e);
+    using X = decltype(ex);
+    static_assert(detail::dims_match(X::rows, R) && detail::dims_match(X::cols, C),
+                  "kiln.tile: store of an expression whose shape (in tiles) differs from the block's");
+    static_assert(detail::dims_match(X::th, TH),
+                  "kiln.tile: store of an expression whose tiles have another height than the block's");
+    static_assert(sizeof...(Sums) == 0 || !detail::IsMatmul<X>::value, "kiln.tile: sum_into with a matmul");
+#ifdef KILN_TILE_CUDA
+    constexpr int warps = KILN_TILE_COMPUTE_WARPS;
+    constexpr bool rows = detail::row_local(height, width, warps);
+    // the sums join the store's pass where its threads take the elements they sum
+    constexpr bool joined = sizeof...(Sums) > 0 && rows && width % 128 == 0 &&
+                            ((Sums::sums_type::kJoinsStores && Sums::sums_type::height == height &&
+                              Sums::sums_type::width == width) &&
+                             ...);
+#else
+    constexpr bool joined = false;
+#endif
+    if constexpr (!joined) (sums.sums->add_at(sums.e, l), ...);
+    auto bound = ex.bind(l);
+    T* out = data(1, l);
+    if constexpr (detail::IsMatmul<X>::value) {
+      matmul_rows(bound, out, false);
+    } else {
+#ifdef KILN_TILE_CUDA
+      if constexpr (joined) {
+        KILN_TILE_RT(compute_only)("ColSums::add", l);
+        store_joined(bound, out, sums.bind(l)...);
+        return;
+      }
+      // a barrier before: where it reads what other warps wrote, or writes a block every warp may
+      // have read anywhere; one after (at the next store): where other warps may still read what
+      // it overwrites next
+      constexpr bool crosses = decltype(bound)::crosses(detail::kAtElement, rows, warps);
+      cuda::compute_begin(crosses || Waited);
+      if constexpr (rows && width % 128 == 0)
+        cuda::for_rows<height, width, 4>(
+            out, [&](int i, int j, int) { return bound.at4(i, j); },
+            [](T* p, const detail::F4& v) { detail::store4(p, v); });
+      else if constexpr (rows && width != kTile)
+        cuda::for_rows<height, width, 1>(
+            out, [&](int i, int j, int) { return detail::from_f32<T>(bound.at(i, j)); },
+            [](T* p, T v) { *p = v; });
+      else if constexpr (width % 128 == 0)  // a warp's 32 threads cover 128 columns of one row
+        cuda::for_elements4<height, width>(
+            out, [&](int i, int j) { return bound.at4(i, j); },
+            [](T* p, const detail::F4& v) { detail::store4(p, v); });
+      else
+        cuda::for_elements<height, width>(out,
+                                          [&](int i, int j) { return detail::from_f32<T>(bound.at(i, j)); });
+      cuda::compute_end(crosses || Waited);
+#else
+      for (int i = 0; i < height; i++)
+        for (int j = 0; j < width; j++) out[i * width + j] = detail::from_f32<T>(bound.at(i, j));
+#endif
+    }
+  }
+#ifdef KILN_TILE_CUDA
+  // A row-local store whose pass also adds column sums (bound SumInto terms): each thread evaluates
+  // its elements of the sums' expressions beside the stored one's, so shared operands are read once.
+  template <class B, class... Sums>
+  void store_joined(const B& bound, T* out, const Sums&... sums) const {
+    constexpr int warps = KILN_TILE_COMPUTE_WARPS;
+    constexpr bool crosses = B::crosses(detail::kAtElement, true, warps) ||
+                             (Sums::expr::crosses(detail::kAtElement, true, warps) || ...);
+    cuda::compute_begin(crosses || Waited);
+    cuda::for_rows<height, width, 4>(
+        out,
+        [&](int i, int j, int k) {
+          (sums.sums->add4(k, sums.e.at4(i, j)), ...);
+          return bound.at4(i, j);
+        },
+        [](T* p, const detail::F4& v) { detail::store4(p, v); });
+    cuda::compute_end(crosses || Waited);
+  }
+#endif
   T* data(int write, abi::Loc l) const { return static_cast<T*>(KILN_TILE_RT(block_data)(ref_, write, l)); }
   // out row i = (accumulate ? out row i : 0) + sum_k a(i, k) * b(k, :), one f32 row at a time
   template <class M>
