@@ -11,8 +11,8 @@
 // grid in three steps:
 //   1. every core writes those sums, one row of C per tile row, to part_dw / part_db (tile rows x C,
 //      f32): no core keeps a whole row of partial sums;
-//   2. all cores meet at a barrier (semaphore `arrived` on core (0, 0), released by a multicast set
-//      of `go`); then every core owns pieces [piece_start, piece_start + piece_count) of the 2 x CT
+//   2. all cores meet at a barrier (each core adds 1 to semaphore `arrived` on every core,
+//      mcast_inc, and a core with pieces waits for its own to count all cores); then every core owns pieces [piece_start, piece_start + piece_count) of the 2 x CT
 //      tile columns of dweight then dbias, and sums each over all tile rows (a reduce-scatter), 32
 //      partial rows per block;
 //   3. it adds the slice to dweight_in / dbias_in and writes it: gradient accumulation (+=).
@@ -46,11 +46,7 @@ void reader() {
   }
   if (!WGRAD) return;
   // step 2: once every core has written its partial sums, read this core's slice of them
-  if (core_x() == 0 && core_y() == 0) {
-    arrived.wait(num_cores());
-    go.mcast_set(whole_grid(), 1);
-  }
-  go.wait(1);
+  if (args().piece_count > 0) arrived.wait(num_cores());
   const long long part_rows = part_dw.rows();  // one per tile row of x
   for (long long q = args().piece_start; q < args().piece_start + args().piece_count; q++) {
     const bool dw = q < CT;  // dweight's tile columns, then dbias's
@@ -143,7 +139,7 @@ void writer() {
       }
     }
   if (!WGRAD) return;
-  arrived.remote_inc(0, 0);  // step 2: this core's partial sums are written
+  arrived.mcast_inc(whole_grid());  // step 2: this core's partial sums are written
   for (long long q = args().piece_start; q < args().piece_start + args().piece_count; q++) {
     auto ob = grad_out_cb.scoped_wait();
     dma(ob, q < CT ? dweight.slice(0, q) : dbias.slice(0, q - CT)).wait();

@@ -11,8 +11,8 @@
 //      role holds: on a GPU in its threads' registers, ColSums; added in dx's store, sum_into, so
 //      each element of x and dout is read from shared memory once for both) and writes them as its row of
 //      part_dw / part_db (cores x C, f32);
-//   2. all cores meet at a barrier (semaphore `arrived` on core (0, 0), released by a multicast set
-//      of `go`); then every core owns pieces [piece_start, piece_start + piece_count) of the 2 x CT
+//   2. all cores meet at a barrier (each core adds 1 to semaphore `arrived` on every core,
+//      mcast_inc, and a core with pieces waits for its own to count all cores); then every core owns pieces [piece_start, piece_start + piece_count) of the 2 x CT
 //      tile columns of dweight then dbias and sums each over the cores' rows, 32 rows per block (a
 //      reduce-scatter);
 //   3. it adds the piece to dweight_in / dbias_in and writes it: gradient accumulation (+=).
@@ -47,11 +47,7 @@ void reader() {
   read_blocks(x, x_cb, mean, mean_cb);
   if (!WGRAD) return;
   // step 2: once every core has written its partial sums, read this core's pieces of them
-  if (core_x() == 0 && core_y() == 0) {
-    arrived.wait(num_cores());
-    go.mcast_set(whole_grid(), 1);
-  }
-  go.wait(1);
+  if (args().piece_count > 0) arrived.wait(num_cores());
   const long long part_rows = part_dw.rows();  // one per core
   for (long long q = args().piece_start; q < args().piece_start + args().piece_count; q++) {
     const bool dw = q < CT;  // dweight's tile columns, then dbias's
@@ -138,7 +134,7 @@ void writer() {
     }
   }
   if (!WGRAD) return;
-  arrived.remote_inc(0, 0);  // step 2: this core's partial sums are written
+  arrived.mcast_inc(whole_grid());  // step 2: this core's partial sums are written
   for (long long q = args().piece_start; q < args().piece_start + args().piece_count; q++) {
     const long long c = (q < CT ? q : q - CT) * 32, width = n_cols - c < 32 ? n_cols - c : 32;
     auto ob = grad_out_cb.scoped_wait();

@@ -65,6 +65,49 @@ void writer() {
 }
 )";
 
+inline const char* kExchange = R"(
+// A barrier in one step (mcast_inc) between cores exchanging data through a tensor: each core
+// writes its x tile plus its core index to `stage`, adds 1 to `arrived` on every core, waits for
+// its own to count all cores, then reads the tile the next core (in core order) wrote; y gets it.
+void reader() {
+  {
+    auto xb = x_cb.scoped_reserve();
+    dma(x.slice(core_y(), core_x()), xb).wait();
+  }
+  arrived.wait(num_cores());
+  const int next = (core_index() + 1) % num_cores();
+  auto nb = n_cb.scoped_reserve();
+  dma(stage.slice(next / grid_cols(), next % grid_cols()), nb).wait();
+}
+void compute() {
+  {
+    auto xb = x_cb.scoped_wait();
+    auto sb = s_cb.scoped_reserve();
+    sb.store(xb + (float)core_index());
+  }
+  auto nb = n_cb.scoped_wait();
+  auto yb = y_cb.scoped_reserve();
+  yb.store(nb);
+}
+void writer() {
+  {
+    auto sb = s_cb.scoped_wait();
+    dma(sb, stage.slice(core_y(), core_x())).wait();
+  }
+  arrived.mcast_inc(whole_grid());
+  auto yb = y_cb.scoped_wait();
+  dma(yb, y.slice(core_y(), core_x())).wait();
+}
+)";
+
+inline tile::Program exchange_program(const Tensor& x) {  // x: 96 x 96, a tile per core of 3 x 3
+  tile::Program p("exchange", kExchange, tile::Grid::grid2d(3, 3));
+  p.input("x", x).output("stage", {96, 96}, DType::F32).output("y", {96, 96}, DType::F32);
+  p.semaphore("arrived");
+  for (const char* cb : {"x_cb", "s_cb", "n_cb", "y_cb"}) p.cb(cb, 1, 1, DType::F32);
+  return p;
+}
+
 inline const char* kRowMulticast = R"(
 // y tile (r, c) = a tile (r, c) + b tile (r, 0): on each grid row the core at x = 0 reads the b
 // tile once and multicasts it to the rest of its row.

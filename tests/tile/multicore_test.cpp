@@ -37,5 +37,20 @@ TEST(TileSemaphore, BarrierWithRemoteIncrementAndMulticastSet) {
   expect_near_all(p.result("y"), xv, 0, 1e-6);
 }
 
+// After the one-step barrier every core reads what the next core wrote before it.
+TEST(TileSemaphore, OneStepBarrierWithMulticastIncrement) {
+  Tensor x = tile_input({96, 96}, 65);
+  Program p = exchange_program(x);
+  p.run();
+  auto xv = x.to_vector<float>();
+  std::vector<float> want(xv.size());
+  for (int i = 0; i < 96; i++)
+    for (int j = 0; j < 96; j++) {
+      const int next = ((i / 32) * 3 + j / 32 + 1) % 9, ni = (next / 3) * 32 + i % 32, nj = (next % 3) * 32 + j % 32;
+      want[i * 96 + j] = xv[ni * 96 + nj] + next;
+    }
+  expect_near_all(p.result("y"), want, 0, 1e-6);
+}
+
 }  // namespace
 }  // namespace kiln::testing

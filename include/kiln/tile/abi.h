@@ -53,6 +53,7 @@ struct Runtime {
   long long (*sem_value)(int sem, Loc);
   void (*sem_remote_inc)(int sem, int x, int y, long long n, Loc);
   void (*sem_mcast_set)(int sem, CoreRange, long long value, Loc);
+  void (*sem_mcast_inc)(int sem, CoreRange, long long n, Loc);
   void (*fail)(const char* message, Loc);  // never returns
   // Fails unless the calling role is the compute role; `what` names the operation.
   void (*compute_only)(const char* what, Loc);

@@ -910,6 +910,16 @@ inline void sem_mcast_set(int sem, abi::CoreRange r, long long v, abi::Loc at) {
         static_cast<unsigned long long>(v));
 }
 
+inline void sem_mcast_inc(int sem, abi::CoreRange r, long long n, abi::Loc at) {
+  check_sem(sem, at);
+  check_range(r, at);
+  release_role();
+  const int w = r.x1 - r.x0, cores = w * (r.y1 - r.y0);
+  for (int k = role_rank(); k < cores; k += role_size())
+    atomicAdd(reinterpret_cast<unsigned long long*>(sem_ptr((r.y0 + k / w) * P().grid_cols + r.x0 + k % w, sem)),
+              static_cast<unsigned long long>(n));
+}
+
 // ---- compute helpers ----
 // Before a role computes on blocks: the warp's earlier writes are visible to all its lanes; with
 // `sync`, or after a store that read across warps, the whole role's are (and its reads of blocks
@@ -1028,6 +1038,8 @@ inline void block_start(const cuda_abi::Params& p, const cuda_abi::TensorMaps* m
   const long long core = static_cast<long long>(blockIdx.y) * gridDim.x + blockIdx.x;
   if (static_cast<int>(threadIdx.x) < p.nargs)
     kiln_tile_args[threadIdx.x] = reinterpret_cast<const long long*>(p.args)[core * p.nargs + threadIdx.x];
+  if (p.sems_next && static_cast<int>(threadIdx.x) < p.nsems)
+    reinterpret_cast<long long*>(p.sems_next)[core * p.nsems + threadIdx.x] = 0;
   __syncthreads();
   if (threadIdx.x == 0) {
     kiln_tile_block.core = static_cast<int>(core);

@@ -1004,6 +1004,15 @@ struct Semaphore {
                   "a plain core count without topology");
     KILN_TILE_RT(sem_mcast_set)(id, range, v, detail::loc(line, file));
   }
+  // Adds n to the value on every core of the range (this one included, where it lies inside): a
+  // barrier in one step, each core adding to all and waiting for its own value to reach the count.
+  template <class T = void>
+  void mcast_inc(CoreRange range, long long n = 1, KILN_TILE_LOC) const {
+    static_assert(detail::kGrid2D<T>,
+                  "kiln.tile: multicast needs a 2D grid (Grid::grid2d); this program runs on "
+                  "a plain core count without topology");
+    KILN_TILE_RT(sem_mcast_inc)(id, range, n, detail::loc(line, file));
+  }
 };
 
 }  // namespace kiln::tile

@@ -404,6 +404,14 @@ void sem_mcast_set(int sem, abi::CoreRange r, long long v, abi::Loc at) {
   notify_progress(c.L);
 }
 
+void sem_mcast_inc(int sem, abi::CoreRange r, long long n, abi::Loc at) {
+  Ctx c = enter();
+  check_range(c, r, at);
+  for (int y = r.y0; y < r.y1; y++)
+    for (int x = r.x0; x < r.x1; x++) sem_at(c, core_at(c, x, y), sem, at) += n;
+  notify_progress(c.L);
+}
+
 void fail(const char* msg, abi::Loc at) {
   Ctx c = enter();
   fail_here(c.lk, msg, at);
@@ -422,10 +430,10 @@ void compute_only(const char* what, abi::Loc at) {
 }  // namespace
 
 const abi::Runtime& runtime_table() {
-  static const abi::Runtime t{core_index, core_x,         core_y,        args,       tensor_dims, cb_reserve,
-                              cb_push,    cb_wait,        cb_pop,        block_data, dma_read,    dma_write,
-                              mcast,      mcast_receive,  transfer_wait, sem_set,    sem_inc,     sem_wait,
-                              sem_value,  sem_remote_inc, sem_mcast_set, fail,       compute_only};
+  static const abi::Runtime t{core_index,    core_x,       core_y,        args,          tensor_dims, cb_reserve,
+                              cb_push,       cb_wait,      cb_pop,        block_data,    dma_read,    dma_write,
+                              mcast,         mcast_receive, transfer_wait, sem_set,      sem_inc,     sem_wait,
+                              sem_value,     sem_remote_inc, sem_mcast_set, sem_mcast_inc, fail,       compute_only};
   return t;
 }
 

@@ -256,7 +256,7 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
     p.output("part_dw", {part_rows, C}, f32, e, Fill::None)
         .output("part_db", {part_rows, C}, f32, e, Fill::None);
     rows_cbs(p, br, slots);
-    p.semaphore("arrived").semaphore("go");
+    p.semaphore("arrived");
     p.constant("CT", CT).constant("BR", br).constant("n_cols", C).constant("WGRAD", wgrad ? 1 : 0);
     p.runtime_args({"start", "count", "piece_start", "piece_count"});
     // rows in fours (shares within four rows of each other): every block's statistics then start on
@@ -286,7 +286,7 @@ Program layernorm_backward_program(const Tensor& dout, const Tensor& x, const Te
   p.output("part_dw", {part_rows, C}, f32, Indexing::Elements, Fill::None)
       .output("part_db", {part_rows, C}, f32, Indexing::Elements, Fill::None);
   cbs(p, K);
-  p.semaphore("arrived").semaphore("go");
+  p.semaphore("arrived");
   p.constant("CT", CT).constant("K", K).constant("n_cols", C).constant("WGRAD", wgrad ? 1 : 0);
   p.runtime_args({"start", "count", "piece_start", "piece_count"});
   set_row_split(p, tiles(N), cores, split_work(wgrad ? 2 * CT : 0, cores));  // dweight's and dbias's tiles
