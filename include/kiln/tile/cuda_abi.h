@@ -80,9 +80,6 @@ struct Params {
   CBParam cbs[kMaxCBs];
   unsigned long long args;       // long long[cores][nargs] in host memory mapped for the device
   unsigned long long sems;       // long long[cores][nsems], zeroed before the launch
-  // the next launch's semaphores (0: none): each core zeroes its own at its start, so a program that
-  // launches again on the same stream needs no zeroing in between (the two areas alternate)
-  unsigned long long sems_next;
   unsigned long long mcast;      // unsigned[cores][ncbs][kMcastWords] multicast state, zeroed
   unsigned long long errors;     // ErrorLog, zeroed
   unsigned long long host_flag;  // unsigned in mapped host memory: set to 1 at the first failure

@@ -1038,8 +1038,6 @@ inline void block_start(const cuda_abi::Params& p, const cuda_abi::TensorMaps* m
   const long long core = static_cast<long long>(blockIdx.y) * gridDim.x + blockIdx.x;
   if (static_cast<int>(threadIdx.x) < p.nargs)
     kiln_tile_args[threadIdx.x] = reinterpret_cast<const long long*>(p.args)[core * p.nargs + threadIdx.x];
-  if (p.sems_next && static_cast<int>(threadIdx.x) < p.nsems)
-    reinterpret_cast<long long*>(p.sems_next)[core * p.nsems + threadIdx.x] = 0;
   __syncthreads();
   if (threadIdx.x == 0) {
     kiln_tile_block.core = static_cast<int>(core);

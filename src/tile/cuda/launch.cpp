@@ -165,11 +165,6 @@ struct Plan {
   Params base;  // the CBs and counts; per launch the tensors, args and scratch are filled in
   bool cross_core, mcasts;
   unsigned cx, cy;  // thread-block clusters (1 x 1: none)
-  // A program whose only cross-core state is semaphores keeps two areas of them, zeroed once, and
-  // alternates: each launch's cores zero the other's (Params::sems_next) for the next launch, which
-  // the stream orders after this one, so no launch waits for a zeroing of its own.
-  mutable std::shared_ptr<Buffer> sem_areas;
-  mutable int sem_parity = 0;
 };
 
 namespace {
@@ -275,13 +270,12 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
     off = align_up(off + bytes, 256);
     return at;
   };
-  const size_t sem_bytes = static_cast<size_t>(cores) * d.semaphores.size() * 8;
-  const int traced = plan.traced;  // the kernel records when it was compiled with the same setting
-  const bool tracing = traced >= 0 && traced < cores;
-  const bool kept_sems = sem_bytes > 0 && !mcasts && !tracing;  // Plan::sem_areas
-  const size_t at_sems = sem_bytes == 0 || kept_sems ? 0 : take(sem_bytes);
+  const size_t at_sems =
+      d.semaphores.empty() ? 0 : take(static_cast<size_t>(cores) * d.semaphores.size() * 8);
   const size_t at_mcast =
       mcasts ? take(static_cast<size_t>(cores) * d.cbs.size() * cuda_abi::kMcastWords * 4) : 0;
+  const int traced = plan.traced;  // the kernel records when it was compiled with the same setting
+  const bool tracing = traced >= 0 && traced < cores;
   constexpr int kTraceCap = 1 << 16;
   const size_t at_trace = tracing ? take(8 * (1 + static_cast<size_t>(kTraceCap))) : 0;
   std::vector<size_t> at_mailbox(d.cbs.size(), 0);
@@ -295,22 +289,12 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
     base = reinterpret_cast<unsigned long long>(scratch->data);
     rc::check(c.api->cuMemsetD8Async(base, 0, off, c.stream), "cuMemsetD8Async");
   }
-  const size_t sem_stride = align_up(sem_bytes, 256);
-  if (kept_sems && !plan.sem_areas) {
-    plan.sem_areas = std::make_shared<Buffer>(DType::U8, static_cast<int64_t>(2 * sem_stride), dev);
-    rc::check(c.api->cuMemsetD8Async(reinterpret_cast<unsigned long long>(plan.sem_areas->data), 0,
-                                     2 * sem_stride, c.stream),
-              "cuMemsetD8Async");
-  }
-  const unsigned long long sem_area =
-      kept_sems ? reinterpret_cast<unsigned long long>(plan.sem_areas->data) : 0;
   const size_t arg_bytes = d.args.size() * sizeof(long long);
   LaunchSlot slot = take_slot(c, arg_bytes);
   if (arg_bytes) std::memcpy(slot.args, d.args.data(), arg_bytes);
   long long timeout = timeout_ms();
   p.args = slot.args_device;
-  p.sems = d.semaphores.empty() ? 0 : kept_sems ? sem_area + plan.sem_parity * sem_stride : base + at_sems;
-  p.sems_next = kept_sems ? sem_area + (1 - plan.sem_parity) * sem_stride : 0;
+  p.sems = d.semaphores.empty() ? 0 : base + at_sems;
   p.mcast = mcasts ? base + at_mcast : 0;
   p.errors = slot.log;
   p.host_flag = slot.flag_device;
@@ -350,8 +334,7 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
     throw;
   }
   stats().tile_launches++;
-  if (kept_sems) plan.sem_parity ^= 1;
-  queue_check(c, slot, desc, std::move(inputs), kept_sems ? plan.sem_areas : scratch, timeout);
+  queue_check(c, slot, desc, std::move(inputs), scratch, timeout);
   if (tracing) {  // printed before any error: the timeline of a deadlock is worth seeing too
     auto read = [&](void* to, size_t at, size_t bytes) {  // not through download: it would check first
       rc::check(c.api->cuMemcpyDtoHAsync(to, base + at, bytes, c.stream), "cuMemcpyDtoHAsync");
