@@ -12,9 +12,9 @@
 //   1. every core writes those sums, one row of C per tile row, to part_dw / part_db (tile rows x C,
 //      f32): no core keeps a whole row of partial sums;
 //   2. all cores meet at a barrier (each core adds 1 to semaphore `arrived` on every core,
-//      mcast_inc, and a core with pieces waits for its own to count all cores); then every core owns pieces [piece_start, piece_start + piece_count) of the 2 x CT
-//      tile columns of dweight then dbias, and sums each over all tile rows (a reduce-scatter), 32
-//      partial rows per block;
+//      mcast_inc, and a core with pieces waits for its own to count all cores); then every core owns pieces
+//      [piece_start, piece_start + piece_count) of the 2 x CT tile columns of dweight then dbias, and sums
+//      each over all tile rows (a reduce-scatter), 32 partial rows per block;
 //   3. it adds the slice to dweight_in / dbias_in and writes it: gradient accumulation (+=).
 // Padded rows and columns (shapes not multiples of 32) read as 0: dout = 0 there, so they add
 // nothing to any sum; the means over C divide by the true C (n_cols).

@@ -12,9 +12,9 @@
 //      each element of x and dout is read from shared memory once for both) and writes them as its row of
 //      part_dw / part_db (cores x C, f32);
 //   2. all cores meet at a barrier (each core adds 1 to semaphore `arrived` on every core,
-//      mcast_inc, and a core with pieces waits for its own to count all cores); then every core owns pieces [piece_start, piece_start + piece_count) of the 2 x CT
-//      tile columns of dweight then dbias and sums each over the cores' rows, 32 rows per block (a
-//      reduce-scatter);
+//      mcast_inc, and a core with pieces waits for its own to count all cores); then every core owns pieces
+//      [piece_start, piece_start + piece_count) of the 2 x CT tile columns of dweight then dbias and sums
+//      each over the cores' rows, 32 rows per block (a reduce-scatter);
 //   3. it adds the piece to dweight_in / dbias_in and writes it: gradient accumulation (+=).
 // Two readers share the reads of each block (x and mean; dout and rstd): one data-movement warp
 // issuing them all had been the slowest role (three were slower than two on an H200). w is read

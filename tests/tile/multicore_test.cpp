@@ -46,7 +46,8 @@ TEST(TileSemaphore, OneStepBarrierWithMulticastIncrement) {
   std::vector<float> want(xv.size());
   for (int i = 0; i < 96; i++)
     for (int j = 0; j < 96; j++) {
-      const int next = ((i / 32) * 3 + j / 32 + 1) % 9, ni = (next / 3) * 32 + i % 32, nj = (next % 3) * 32 + j % 32;
+      const int next = ((i / 32) * 3 + j / 32 + 1) % 9, ni = (next / 3) * 32 + i % 32,
+                nj = (next % 3) * 32 + j % 32;
       want[i * 96 + j] = xv[ni * 96 + nj] + next;
     }
   expect_near_all(p.result("y"), want, 0, 1e-6);

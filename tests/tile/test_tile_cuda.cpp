@@ -170,8 +170,9 @@ std::vector<Case> cases() {
                  p.cb("x_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
                  return p;
                }});
-  v.push_back({"exchange_one_step_barrier", {"y"}, 0, 1e-6,
-               [](Device d) { return exchange_program(on(tile_input({96, 96}, 65), d)); }});
+  v.push_back({"exchange_one_step_barrier", {"y"}, 0, 1e-6, [](Device d) {
+                 return exchange_program(on(tile_input({96, 96}, 65), d));
+               }});
   return v;
 }
 

@@ -898,26 +898,24 @@ inline void sem_remote_inc(int sem, int x, int y, long long n, abi::Loc at) {
     atomicAdd(reinterpret_cast<unsigned long long*>(sem_ptr(y * P().grid_cols + x, sem)),
               static_cast<unsigned long long>(n));
 }
-inline void sem_mcast_set(int sem, abi::CoreRange r, long long v, abi::Loc at) {
+// f(core) for every core of r after the role's release, the role's threads sharing the cores (a
+// leader alone would wait out each atomic's round trip).
+template <class F>
+inline void each_core_released(int sem, abi::CoreRange r, abi::Loc at, F f) {
   check_sem(sem, at);
   check_range(r, at);
   release_role();
-  // the role's threads share the cores (a leader alone would wait out each exchange's round trip)
   const int w = r.x1 - r.x0, n = w * (r.y1 - r.y0);
   for (int k = role_rank(); k < n; k += role_size())
-    atomicExch(
-        reinterpret_cast<unsigned long long*>(sem_ptr((r.y0 + k / w) * P().grid_cols + r.x0 + k % w, sem)),
-        static_cast<unsigned long long>(v));
+    f(reinterpret_cast<unsigned long long*>(sem_ptr((r.y0 + k / w) * P().grid_cols + r.x0 + k % w, sem)));
 }
-
+inline void sem_mcast_set(int sem, abi::CoreRange r, long long v, abi::Loc at) {
+  each_core_released(sem, r, at,
+                     [&](unsigned long long* p) { atomicExch(p, static_cast<unsigned long long>(v)); });
+}
 inline void sem_mcast_inc(int sem, abi::CoreRange r, long long n, abi::Loc at) {
-  check_sem(sem, at);
-  check_range(r, at);
-  release_role();
-  const int w = r.x1 - r.x0, cores = w * (r.y1 - r.y0);
-  for (int k = role_rank(); k < cores; k += role_size())
-    atomicAdd(reinterpret_cast<unsigned long long*>(sem_ptr((r.y0 + k / w) * P().grid_cols + r.x0 + k % w, sem)),
-              static_cast<unsigned long long>(n));
+  each_core_released(sem, r, at,
+                     [&](unsigned long long* p) { atomicAdd(p, static_cast<unsigned long long>(n)); });
 }
 
 // ---- compute helpers ----

@@ -396,20 +396,22 @@ void sem_remote_inc(int sem, int x, int y, long long n, abi::Loc at) {
   notify_progress(c.L);
 }
 
-void sem_mcast_set(int sem, abi::CoreRange r, long long v, abi::Loc at) {
+// f(value) for the semaphore on every core of r.
+template <class F>
+void each_core(int sem, abi::CoreRange r, abi::Loc at, F f) {
   Ctx c = enter();
   check_range(c, r, at);
   for (int y = r.y0; y < r.y1; y++)
-    for (int x = r.x0; x < r.x1; x++) sem_at(c, core_at(c, x, y), sem, at) = v;
+    for (int x = r.x0; x < r.x1; x++) f(sem_at(c, core_at(c, x, y), sem, at));
   notify_progress(c.L);
 }
 
+void sem_mcast_set(int sem, abi::CoreRange r, long long v, abi::Loc at) {
+  each_core(sem, r, at, [&](long long& s) { s = v; });
+}
+
 void sem_mcast_inc(int sem, abi::CoreRange r, long long n, abi::Loc at) {
-  Ctx c = enter();
-  check_range(c, r, at);
-  for (int y = r.y0; y < r.y1; y++)
-    for (int x = r.x0; x < r.x1; x++) sem_at(c, core_at(c, x, y), sem, at) += n;
-  notify_progress(c.L);
+  each_core(sem, r, at, [&](long long& s) { s += n; });
 }
 
 void fail(const char* msg, abi::Loc at) {
@@ -430,10 +432,11 @@ void compute_only(const char* what, abi::Loc at) {
 }  // namespace
 
 const abi::Runtime& runtime_table() {
-  static const abi::Runtime t{core_index,    core_x,       core_y,        args,          tensor_dims, cb_reserve,
-                              cb_push,       cb_wait,      cb_pop,        block_data,    dma_read,    dma_write,
-                              mcast,         mcast_receive, transfer_wait, sem_set,      sem_inc,     sem_wait,
-                              sem_value,     sem_remote_inc, sem_mcast_set, sem_mcast_inc, fail,       compute_only};
+  static const abi::Runtime t{core_index,    core_x,        core_y,   args,          tensor_dims,
+                              cb_reserve,    cb_push,       cb_wait,  cb_pop,        block_data,
+                              dma_read,      dma_write,     mcast,    mcast_receive, transfer_wait,
+                              sem_set,       sem_inc,       sem_wait, sem_value,     sem_remote_inc,
+                              sem_mcast_set, sem_mcast_inc, fail,     compute_only};
   return t;
 }
 
