@@ -141,8 +141,9 @@ Tensor run_matmul(const Tensor& a, const Tensor& b, int cores, int bm, int bk, i
   return p.result("y");
 }
 
-// Column sums across blocks (ColSums): blocks of as many rows as warps, fewer rows than warps (a row
-// shared by several warps on a GPU), a last block of padded rows; a data-movement role may not hold them.
+// Column sums across blocks (ColSums, also added in a store's pass: sum_into): blocks of as many rows
+// as warps, fewer rows than warps (a row shared by several warps on a GPU), a last block of padded
+// rows; a data-movement role may not hold them.
 TEST(TileCompute, ColumnSumsAcrossBlocks) {
   for (auto [n, c, br, warps] :
        {std::tuple{70, 768, 8, 8}, std::tuple{9, 256, 2, 8}, std::tuple{33, 96, 4, 4}}) {
@@ -150,17 +151,19 @@ TEST(TileCompute, ColumnSumsAcrossBlocks) {
     Program p = column_sums_program(x, br, warps);
     p.run();
     auto xv = x.to_vector<float>();
-    std::vector<float> want(c, 0.0f);
+    std::vector<float> want(3 * c, 0.0f);
     for (int i = 0; i < n; i++)
-      for (int j = 0; j < c; j++) want[j] += xv[i * c + j] * xv[i * c + j] + xv[i * c + j];
+      for (int j = 0; j < c; j++) {
+        const float v = xv[i * c + j];
+        want[j] += v * v + v;
+        want[c + j] += v;
+        want[2 * c + j] += 2 * v;
+      }
     expect_near_all(p.result("y"), want, 1e-5, 1e-5);
   }
   std::string bad = kColumnSums;
   bad.replace(bad.find("void reader() {") + 15, 0, "\n  col_sums(x_cb).add(x_cb.reserve());");
-  Program p("column_sums_in_reader", bad, Grid::cores(1));
-  p.input("x", tile_input({8, 64}, 42), tile::Indexing::Elements)
-      .output("y", {1, 64}, DType::F32, tile::Indexing::Elements);
-  p.cb("x_cb", 1, 2, DType::F32, 2, 8).cb("y_cb", 1, 2, DType::F32, 1, 1).constant("BR", 8);
+  Program p = column_sums_program(tile_input({8, 64}, 42), 8, 8, bad.c_str());
   std::string err = error_of([&] { p.run(); });
   EXPECT_NE(
       err.find(

@@ -173,26 +173,38 @@ void reader() {
   }
 }
 void compute() {
-  auto sums = col_sums(x_cb);
+  auto sums = col_sums(x_cb), plain = col_sums(x_cb), twice = col_sums(x_cb);
   for (long long r = 0; r < x.rows(); r += BR) {
     auto xb = x_cb.scoped_wait();
     sums.add(xb * xb + xb);
+    auto db = d_cb.scoped_scratch();
+    db.store(xb * 2.0f, sum_into(plain, xb));  // x's sums in the store's pass
+    twice.add(db);                              // what the store wrote
   }
-  auto yb = y_cb.scoped_reserve();
-  yb.store(sums);
+  decltype(sums)* all[] = {&sums, &plain, &twice};
+  for (auto* s : all) {
+    auto yb = y_cb.scoped_reserve();
+    yb.store(*s);
+  }
 }
 void writer() {
-  auto yb = y_cb.scoped_wait();
-  dma(yb, y.slice(0, 0, 1, y.cols())).wait();
+  for (long long k = 0; k < 3; k++) {
+    auto yb = y_cb.scoped_wait();
+    dma(yb, y.slice(k, 0, 1, y.cols())).wait();
+  }
 }
 )";
 
-// kColumnSums over x (N x C, C a multiple of 32) in blocks of br rows, `warps` compute warps on a GPU.
-inline tile::Program column_sums_program(const Tensor& x, int br, int warps) {
+// kColumnSums (or `src`, with its tensors and CBs) over x (N x C, C a multiple of 32) in blocks of br
+// rows, `warps` compute warps on a GPU: y rows 0, 1, 2 = the column sums of x * x + x, x (sum_into)
+// and 2 * x (the block stored with them).
+inline tile::Program column_sums_program(const Tensor& x, int br, int warps, const char* src = kColumnSums) {
   const int ct = static_cast<int>(x.size(1) / 32);
-  tile::Program p("column_sums", kColumnSums, tile::Grid::cores(1));
-  p.input("x", x, tile::Indexing::Elements).output("y", {1, x.size(1)}, DType::F32, tile::Indexing::Elements);
-  p.cb("x_cb", 1, ct, DType::F32, 2, br).cb("y_cb", 1, ct, DType::F32, 1, 1);
+  tile::Program p("column_sums", src, tile::Grid::cores(1));
+  p.input("x", x, tile::Indexing::Elements).output("y", {3, x.size(1)}, DType::F32, tile::Indexing::Elements);
+  p.cb("x_cb", 1, ct, DType::F32, 2, br)
+      .cb("d_cb", 1, ct, DType::F32, 1, br)
+      .cb("y_cb", 1, ct, DType::F32, 1, 1);
   p.constant("BR", br).gpu_compute_warps(warps);
   return p;
 }

@@ -606,13 +606,10 @@ class ColSums {
     for (int i = cuda::warp() % kP; i < H; i += kP) {
 #pragma unroll
       for (int k = 0; k < kChunks; k++) {
-        if constexpr (kV == 4) {
-          detail::F4 x = b.at4(i, c0 + k * 128);
-#pragma unroll
-          for (int c = 0; c < 4; c++) s_[4 * k + c] += x.v[c];
-        } else {
+        if constexpr (kV == 4)
+          add4(k, b.at4(i, c0 + k * 128));
+        else
           s_[k] += b.at(i, c0 + k * 32);
-        }
       }
     }
     cuda::trace(cuda_abi::kTraceStoreEnd, 0);
@@ -625,7 +622,7 @@ class ColSums {
   // A store of a block of H x W elements going through cuda::for_rows four columns at a time hands
   // each thread the elements this thread sums (sum_into: the sums then join the store's pass).
   static constexpr bool kJoinsStores = kOwn && kV == 4;
-  // Adds four consecutive columns of a row at chunk k (columns col(4k) to col(4k + 3)).
+  // Adds four consecutive columns of a row at chunk k (columns col(4k) to col(4k + 3); kV == 4).
   void add4(int k, const detail::F4& x) {
 #pragma unroll
     for (int c = 0; c < 4; c++) s_[4 * k + c] += x.v[c];
