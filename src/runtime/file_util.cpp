@@ -1,6 +1,7 @@
 // Atomic file writes and directory creation for the on-disk caches.
 #include "runtime/file_util.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -43,6 +44,22 @@ void make_dirs(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
   if (ec) throw Error("kiln: cannot create directory " + path + ": " + ec.message());
+}
+
+int run_command(const std::string& cmd, std::string& output) {
+  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+  if (!f) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) output.append(buf, n);
+  int st = pclose(f);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string r = "'";
+  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return r + "'";
 }
 
 }  // namespace kiln::runtime

@@ -1,4 +1,5 @@
-// Small file helpers: atomic writes (temp file + rename), reading, directory creation.
+// Small file and process helpers: atomic writes (temp file + rename), reading, directory creation,
+// running a shell command.
 #pragma once
 #include <optional>
 #include <string>
@@ -8,5 +9,8 @@ namespace kiln::runtime {
 void write_file_atomic(const std::string& path, const std::string& data);
 std::optional<std::string> read_file(const std::string& path);
 void make_dirs(const std::string& path);  // mkdir -p; throws kiln::Error on failure
+// Runs a shell command: its exit status (-1 if it did not exit normally) and combined output.
+int run_command(const std::string& cmd, std::string& output);
+std::string shell_quote(const std::string& s);  // 'single-quoted' for the shell
 
 }  // namespace kiln::runtime

@@ -3,37 +3,22 @@
 #include "runtime/cpu/compiler.h"
 
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <initializer_list>
 #include <mutex>
 #include <sstream>
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
+#include "runtime/cpu/compiler_check.h"
 #include "runtime/file_util.h"
 
 namespace kiln::runtime {
 
 namespace {
-
-// -fwrapv: integer ops wrap like the IR says. -fno-tree-partial-pre: GCC 12 miscompiles some
-// vectorized masked loops after partial redundancy elimination on AVX-512 (a padded bf16 copy read
-// wrong elements; the op suite covers it). Loop if-conversion must stay on, or loops with selects
-// stop vectorizing.
-// -fopenmp-simd: honours the renderer's "omp simd reduction" pragmas (no OpenMP runtime).
-const char* kFlags =
-    "-O3 -march=native -fopenmp-simd -fno-tree-partial-pre -fPIC -shared -fwrapv -fno-math-errno -std=gnu11 "
-    "-w";
-// Tile kernels: C++20 against include/kiln/tile/kernel.h. -O3: 5-15% faster tile layernorm than -O2
-// on 2 cores (bench_tile_kernels), with the tile tests no slower to compile.
-const char* kCxxFlags = "-O3 -march=native -fPIC -shared -fno-math-errno -std=c++20 -w";
-
-const char* flags(Language lang) { return lang == Language::C ? kFlags : kCxxFlags; }
 
 bool executable(const std::string& p) { return access(p.c_str(), X_OK) == 0; }
 
@@ -45,23 +30,6 @@ std::string search_path(const std::string& name) {
   while (std::getline(ss, dir, ':'))
     if (!dir.empty() && executable(dir + "/" + name)) return dir + "/" + name;
   return "";
-}
-
-// Runs a shell command, returning its exit status and combined output.
-int run_command(const std::string& cmd, std::string& output) {
-  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
-  if (!f) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) output.append(buf, n);
-  int st = pclose(f);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-std::string quote(const std::string& s) {
-  std::string r = "'";
-  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return r + "'";
 }
 
 // The compiler named by `want` (an environment setting) or the first of `names` on PATH.
@@ -98,31 +66,47 @@ std::string find_cxx_compiler() {
   return find_compiler(settings().cxx, "KILN_CXX", {"c++", "g++", "clang++"}, "C++", "g++");
 }
 
-const std::string& compiler_id(Language lang) {
+namespace {
+struct Chosen {
+  std::string cc, id, flags;
+};
+// The compiler's identity and checked flags, found once per compiler path (KILN_CC may change).
+const Chosen& chosen(Language lang) {
   static std::mutex mu;
-  static std::string cached_cc[2], id[2];
+  static Chosen cached[2];
   std::lock_guard<std::mutex> l(mu);
-  int k = static_cast<int>(lang);
+  Chosen& c = cached[static_cast<int>(lang)];
   std::string cc = find_compiler(lang);
-  if (cc != cached_cc[k]) {
-    std::string out;
-    run_command(quote(cc) + " --version", out);
-    id[k] = cc + "\n" + out.substr(0, out.find('\n')) + "\n" + flags(lang);
-    cached_cc[k] = cc;
+  if (cc != c.cc) {
+    std::string version;
+    run_command(shell_quote(cc) + " --version", version);
+    struct stat st {};
+    stat(cc.c_str(), &st);
+    std::string identity = cc + "\n" + version + "\n" + std::to_string(st.st_size) + " " +
+                           std::to_string(static_cast<long long>(st.st_mtime));
+    CompilerFamily family = compiler_family(version);
+    std::string flags = base_flags(lang, family) + " " +
+                        checked_opt_flags(cc, identity, lang, family, settings().cache_dir) + " -shared -w";
+    c = {cc, cc + "\n" + version.substr(0, version.find('\n')) + "\n" + flags, flags};
   }
-  return id[k];
+  return c;
 }
+}  // namespace
+
+const std::string& compiler_id(Language lang) { return chosen(lang).id; }
 
 void compile_shared_object(const std::string& source, const std::string& so_path, const std::string& what,
                            Language lang, const std::string& include_dir) {
-  std::string cc = find_compiler(lang);
+  const Chosen& c = chosen(lang);
+  const std::string& cc = c.cc;
   std::string tmp = so_path + ".tmp" + std::to_string(getpid());
   std::string c_path = tmp + (lang == Language::C ? ".c" : ".cpp");
   write_file_atomic(c_path, source);
   std::string out;
   stats().compiler_invocations++;
-  std::string inc = include_dir.empty() ? "" : " -I " + quote(include_dir);
-  int rc = run_command(quote(cc) + " " + flags(lang) + inc + " -o " + quote(tmp) + " " + quote(c_path), out);
+  std::string inc = include_dir.empty() ? "" : " -I " + shell_quote(include_dir);
+  int rc = run_command(
+      shell_quote(cc) + " " + c.flags + inc + " -o " + shell_quote(tmp) + " " + shell_quote(c_path), out);
   std::remove(c_path.c_str());
   if (rc != 0) {
     std::remove(tmp.c_str());

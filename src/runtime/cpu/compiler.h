@@ -3,15 +3,16 @@
 #pragma once
 #include <string>
 
-namespace kiln::runtime {
+#include "runtime/cpu/compiler_check.h"
 
-enum class Language { C, Cxx };
+namespace kiln::runtime {
 
 // Path of the C compiler: KILN_CC, else cc, gcc or clang found on PATH; throws kiln::Error if none.
 std::string find_c_compiler();
 // Path of the C++ compiler: KILN_CXX, else c++, g++ or clang++ found on PATH.
 std::string find_cxx_compiler();
-// Identity of the compiler and flags (part of every cache key).
+// Identity of the compiler and the flags it compiles kernels with (part of every cache key): the
+// flags are the fastest set under which the compiler self-test passes (compiler_check.h).
 const std::string& compiler_id(Language lang = Language::C);
 // Compiles `source` into the shared object `so_path` (written atomically). `what` names the kernels
 // for error messages; `include_dir` (may be empty) is added with -I; a failed compile throws
