@@ -65,7 +65,7 @@ class Linearizer {
     if (!lanes_.empty()) {
       // reduces first, each with its lanes inside its loops; then the stores, over the lanes
       for (auto& n : order_)
-        if (n->op == Op::REDUCE) emit(n);
+        if (n->op == Op::REDUCE && !inside_another_reduce(n)) emit(n);
       open_lanes(ast->src);
       for (auto& st : ast->src) emit(st);
       close_lanes();
@@ -170,6 +170,12 @@ class Linearizer {
     if (lanes) {  // what only the reduce ranges move is loaded once for all lanes
       std::vector<NodeRef> srcs;
       for (auto& red : group) srcs.push_back(red->src[0]);
+      // sums nested in these that move with their loops (chunked sums) open their own lane loops,
+      // so they run before ours
+      for (auto& n : ir::toposort(srcs))
+        if (n->op == Op::REDUCE && !memo_.count(n.get()) &&
+            std::any_of(rids.begin(), rids.end(), [&](int64_t id) { return deps_[n.get()].count(id) > 0; }))
+          emit(n);
       open_lanes(srcs);
     }
     for (size_t i = 0; i < group.size(); i++) {
@@ -194,6 +200,17 @@ class Linearizer {
     std::vector<NodeRef> roots;
     for (auto& red : group) roots.push_back(red->src[0]);
     return unit_stride(roots, r, Op::LOAD);
+  }
+
+  // Whether a reduce moves with a reduce loop not its own: it is computed inside that loop.
+  bool inside_another_reduce(const NodeRef& red) {
+    std::set<int64_t> own;
+    for (size_t i = 1; i < red->src.size(); i++) own.insert(red->src[i]->arg[0]);
+    for (auto& n : order_)
+      if (n->op == Op::RANGE && n->arg[2] == ir::kReduceRange && !own.count(n->arg[0]) &&
+          deps_[red.get()].count(n->arg[0]))
+        return true;
+    return false;
   }
 
   void hoist(const NodeRef& n, const std::set<int64_t>& rids) {

@@ -20,6 +20,12 @@ ir::NodeRef merge_reduces(const ir::NodeRef& ast, std::vector<std::string>& log)
 // become an upcast loop inside the reduce loops, each lane with its own accumulator, so the
 // reduce's loads are shared and the lanes vectorize (matmul, convolution).
 ir::NodeRef upcast_reduce_output(const ir::NodeRef& ast, std::vector<std::string>& log);
+// Long float sums accumulate in chunks: a sum over more than 2 * kSumChunk elements becomes a sum
+// of per-chunk sums (each about kSumChunk long), so rounding error grows with about
+// log(N) / log(kSumChunk) chunk levels of about kSumChunk additions each instead of N. Runs after
+// the other opts (its nested sums keep their lanes).
+constexpr int64_t kSumChunk = 1024;
+ir::NodeRef chunk_long_sums(const ir::NodeRef& ast, std::vector<std::string>& log);
 // Whether every op-node (LOAD or STORE) under roots whose index moves with range r moves by one.
 bool unit_stride(const std::vector<ir::NodeRef>& roots, const ir::NodeRef& r, ir::Op op);
 // Renumbers RANGE ids: output loops 0..n-1 in order, then reduce loops, then upcast loops.

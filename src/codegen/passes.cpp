@@ -40,6 +40,8 @@ Lowered lower(const NodeRef& ast, Target target) {
     // register tiles for CPU vector units; on the GPU the threads of a block share the work instead
     if (target == Target::CPU) s = upcast_reduce_output(s, out.opts);
   }
+  // accuracy, not speed: long sums in chunks (the GPU's block reductions already split them)
+  if (target == Target::CPU) s = chunk_long_sums(s, out.opts);
   s = renumber_ranges(s);
   out.program = linearize(s);
   out.program.name = kernel_name(s);

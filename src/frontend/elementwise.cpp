@@ -116,17 +116,23 @@ Tensor Tensor::cos() const {
   return unary(Op::SIN, to(DType::F64) + std::numbers::pi / 2).to(out);
 }
 Tensor Tensor::sigmoid() const {
-  return float_math(*this, [](const Tensor& x) { return ((-x).exp() + 1.0).reciprocal(); });
+  // e = exp(-|x|) <= 1 never overflows (1/(exp(-x)+1) is 0 * inf in its gradient for x < -88):
+  // 1/(1+e) for x >= 0, e/(1+e) below. |x| is taken as where(x >= 0, -x, x) so that the gradient at
+  // 0 is sigmoid'(0) = 1/4, not split at abs's tie.
+  return float_math(*this, [](const Tensor& x) {
+    Tensor pos = x >= 0.0, e = where(pos, -x, x).exp(), r = (e + 1.0).reciprocal();
+    return where(pos, r, e * r);
+  });
 }
 Tensor Tensor::tanh() const {
   return float_math(*this, [](const Tensor& x) {
     // tanh|x| = (1 - e^-2|x|) / (1 + e^-2|x|) cancels for small |x|: there its odd Taylor series
     Tensor ax = x.abs(), t = (ax * -2.0).exp();
     Tensor big = (1.0 - t) / (1.0 + t);
-    Tensor x2 = x * x;
+    Tensor xs = where(ax < 0.0625, x, zeros_like(x)), x2 = xs * xs;  // no overflow where unused
     Tensor small =
-        x * (1.0 + x2 * (-1.0 / 3 + x2 * (2.0 / 15 + x2 * (-17.0 / 315 +
-                                                           x2 * (62.0 / 2835 + x2 * (-1382.0 / 155925))))));
+        xs * (1.0 + x2 * (-1.0 / 3 + x2 * (2.0 / 15 + x2 * (-17.0 / 315 +
+                                                            x2 * (62.0 / 2835 + x2 * (-1382.0 / 155925))))));
     return where(ax < 0.0625, small, where(x < 0.0, -big, big));
   });
 }
@@ -136,7 +142,8 @@ Tensor Tensor::trunc() const {
 }
 Tensor Tensor::relu() const {
   need_numeric("relu", *this);
-  return kiln::maximum(*this, zeros_like(*this));
+  // relu'(0) = 0 as in PyTorch (maximum(x, 0) would split the tie); NaN stays NaN
+  return where((*this > 0) | (*this != *this), *this, zeros_like(*this));
 }
 Tensor Tensor::abs() const {
   if (dtype() == DType::Bool || is_unsigned(dtype())) return *this;

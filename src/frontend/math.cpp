@@ -193,13 +193,17 @@ Tensor Tensor::clamp(std::optional<double> min, std::optional<double> max) const
   auto bound = [&](double v) {
     return is_float(t) ? full({}, v, t) : full({}, Scalar(static_cast<long long>(v)), t);
   };
-  if (min) x = kiln::maximum(x, bound(*min));
-  if (max) x = kiln::minimum(x, bound(*max));
+  // where, not maximum/minimum: x at a bound gets the whole gradient (PyTorch's convention); NaN
+  // stays NaN; min > max gives max everywhere
+  if (min) x = where(x < bound(*min), bound(*min).expand(x.shape()), x);
+  if (max) x = where(x > bound(*max), bound(*max).expand(x.shape()), x);
   return x;
 }
 Tensor Tensor::clamp(const Tensor& min, const Tensor& max) const {
   need_numeric("clamp", *this);
-  return kiln::minimum(kiln::maximum(*this, min), max);
+  // as above; a bound gets the gradient only where it is the result alone
+  Tensor x = where(*this < min, min, *this);
+  return where(x > max, max, x);
 }
 
 Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const {
