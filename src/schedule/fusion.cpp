@@ -96,17 +96,17 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
   for (auto& f : forced) add(f);
   std::vector<NodeRef> order = ir::toposort(roots);
   std::unordered_map<const Node*, size_t> topo;
-  for (size_t i = 0; i < order.size(); i++) {
-    topo[order[i].get()] = i;
-    if (order[i]->op == Op::CONTIGUOUS) add(order[i]);
-  }
-  // an attention node still to compute is a kernel of its own, reading q, k and v from memory
+  for (size_t i = 0; i < order.size(); i++) topo[order[i].get()] = i;
+  // what is still to compute (nothing below a realized node, whose sources the rewrites never saw):
+  // contiguous() is a kernel output; an attention node is a kernel of its own, reading q, k and v
+  // from memory
   std::unordered_set<const Node*> seen;
   for (std::vector<NodeRef> stack(roots.begin(), roots.end()); !stack.empty();) {
     NodeRef n = stack.back();
     stack.pop_back();
     if (is_realized(n) || !seen.insert(n.get()).second) continue;
     for (auto& s : n->src) stack.push_back(s);
+    if (n->op == Op::CONTIGUOUS) add(n);
     if (n->op != Op::ATTENTION) continue;
     add(n);
     for (auto& s : n->src) {
