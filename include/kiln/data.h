@@ -126,9 +126,11 @@ class DataLoader {
 
 // --- llm.c token shards (src/data/llmc.cpp) ---
 // Header: 256 little-endian int32 ([0] magic 20240520, [1] version 1, [2] token count), then
-// count uint16 tokens. Errors name the file and what is wrong (magic, version, size).
-std::vector<uint16_t> read_llmc_tokens(const std::string& path);
-Tensor load_llmc_tokens(const std::string& path, DType dtype = DType::I64);  // I64 or I32
+// count uint16 tokens. Errors name the file and what is wrong (magic, version, size). With
+// vocab_size > 0, a token >= vocab_size is an error naming its position and value.
+std::vector<uint16_t> read_llmc_tokens(const std::string& path, int64_t vocab_size = 0);
+Tensor load_llmc_tokens(const std::string& path, DType dtype = DType::I64,
+                        int64_t vocab_size = 0);  // I64 or I32
 void write_llmc_tokens(const std::string& path, const std::vector<uint16_t>& tokens);
 
 // Language-modelling windows: example i is (x, y) = (tokens[o, o+block_size), tokens[o+1,

@@ -49,13 +49,19 @@ struct JitOptions {
 // max_unstable_calls, throws a kiln::Error naming the first kernel or value that differs. A value
 // that changes only after capture cannot be seen: keep such values in tensors (kiln::optim keeps
 // each group's learning rate and Adam's bias corrections in buffers, so set_lr and LR schedules
-// reach replays) or pass them as inputs. Host-side effects of the function (printing, counters
-// such as Optimizer::step_count) happen only on the calls that run it.
+// reach replays) or pass them as inputs. Host-side effects of the function (printing, say) happen
+// only on the calls that run it, unless the function registers them with on_jit_replay (kiln::optim
+// does for its step counts, so state_dict() after replays is what the eager steps would give).
 //
 // On CUDA a replay runs as one CUDA graph, captured for the buffers the replay binds and updated in
 // place when they change (KILN_CUDA_GRAPH=0: each kernel is launched; docs/architecture.md). They
 // rarely change: each call's inputs are copied into the step's own buffers, and results reuse
 // buffers nothing holds any more, so a training step records its graph on its first replays.
+// Inside a function that a kiln::Jit is recording, registers `effect` (host bookkeeping the call has
+// just done itself, such as a step counter) to run again at every replay of the step captured from
+// this call. Outside a recording it does nothing.
+void on_jit_replay(std::function<void()> effect);
+
 class Jit {
  public:
   using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;

@@ -87,6 +87,9 @@ class Optimizer {
   virtual void update(size_t g, const Tensor& p, const Tensor& grad, ParamState& s, Update& u) = 0;
   // State names parameter i of group g carries (for load_state_dict).
   virtual std::vector<std::string> state_names(size_t g) const = 0;
+  // A kiln::Jit replayed a step that updated group g: advance host bookkeeping as update() would
+  // have (called before the step counts advance).
+  virtual void replayed(size_t /*g*/) {}
 
   std::vector<Group> groups_;
 
@@ -137,6 +140,7 @@ class Adam : public Optimizer {
  private:
   void update(size_t g, const Tensor& p, const Tensor& grad, ParamState& s, Update& u) override;
   std::vector<std::string> state_names(size_t g) const override;
+  void replayed(size_t g) override;
   std::vector<AdamOptions> opts_;
   bool decoupled_;
   // beta1^t and beta2^t of each group, advanced on the device by every step: bias corrections

@@ -18,7 +18,7 @@ void put_le32(uint8_t* p, int32_t v) {
 }
 }  // namespace
 
-std::vector<uint16_t> read_llmc_tokens(const std::string& path) {
+std::vector<uint16_t> read_llmc_tokens(const std::string& path, int64_t vocab_size) {
   const std::string what = "data::read_llmc_tokens";
   auto bytes = io::read_file(what, path);
   auto bad = [&](const std::string& msg) { return Error("kiln: " + what + ": \"" + path + "\": " + msg); };
@@ -43,14 +43,17 @@ std::vector<uint16_t> read_llmc_tokens(const std::string& path) {
   for (size_t k = 0; k < tokens.size(); k++) {
     const uint8_t* p = &bytes[kHeaderBytes + 2 * k];
     tokens[k] = static_cast<uint16_t>(p[0] | p[1] << 8);
+    if (vocab_size > 0 && tokens[k] >= vocab_size)
+      throw bad("token " + std::to_string(k) + " is " + std::to_string(tokens[k]) +
+                ", outside the vocabulary of " + std::to_string(vocab_size));
   }
   return tokens;
 }
 
-Tensor load_llmc_tokens(const std::string& path, DType dtype) {
+Tensor load_llmc_tokens(const std::string& path, DType dtype, int64_t vocab_size) {
   if (dtype != DType::I64 && dtype != DType::I32)
     throw Error("kiln: data::load_llmc_tokens: dtype must be i64 or i32, got " + to_string(dtype));
-  auto tokens = read_llmc_tokens(path);
+  auto tokens = read_llmc_tokens(path, vocab_size);
   Shape s = {static_cast<int64_t>(tokens.size())};
   if (dtype == DType::I32)
     return HostTensor::of(std::vector<int32_t>(tokens.begin(), tokens.end()), s, dtype).to_tensor();

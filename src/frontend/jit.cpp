@@ -20,6 +20,7 @@ Recording*& active() {
   thread_local Recording* r = nullptr;
   return r;
 }
+
 RecordingScope::RecordingScope(Recording& r) : prev_(active()), prev_observer_(runtime::launch_observer()) {
   active() = &r;
   runtime::launch_observer() = &r;
@@ -79,6 +80,7 @@ struct Step {
   std::vector<std::pair<int32_t, Shape>> outputs;                        // returned tensors
   std::vector<std::pair<Shape, DType>> inputs;
   std::vector<size_t> input_alias;  // the first input with the same buffer
+  std::vector<std::function<void()>> host_effects;
 
   // One line per launch and per slot: two calls recorded the same step when these agree.
   std::vector<std::string> describe() const {
@@ -103,6 +105,7 @@ struct Step {
 Step analyze(const Recording& rec, const std::vector<Tensor>& inputs, const std::vector<ImplRef>& returned,
              const std::vector<Tensor>& outs) {
   Step st;
+  st.host_effects = rec.host_effects;
   std::unordered_map<const Buffer*, size_t> input_of;
   for (size_t i = 0; i < inputs.size(); i++) {
     const Buffer* b = inputs[i].node()->buffer.get();
@@ -211,6 +214,7 @@ struct Replay {
   std::vector<std::pair<int32_t, Shape>> outputs;
   std::vector<std::pair<Shape, DType>> inputs;
   std::vector<size_t> input_alias;
+  std::vector<std::function<void()>> host_effects;
   std::shared_ptr<Buffer> arena;  // every schedule's arena: their values do not outlive their schedule
   Device device;                  // where the step's kernels run
   std::unique_ptr<runtime::ReplayState> launcher_state;  // the launcher's (CUDA: the step's graphs)
@@ -244,6 +248,7 @@ Replay prepare(Step&& st) {
   r.outputs = std::move(st.outputs);
   r.inputs = std::move(st.inputs);
   r.input_alias = std::move(st.input_alias);
+  r.host_effects = std::move(st.host_effects);
   return r;
 }
 
@@ -265,6 +270,10 @@ Jit::Jit(Fn fn, JitOptions options) : s_(std::make_unique<State>()) {
 Jit::~Jit() = default;
 Jit::Jit(Jit&&) noexcept = default;
 Jit& Jit::operator=(Jit&&) noexcept = default;
+
+void on_jit_replay(std::function<void()> effect) {
+  if (jit::Recording* r = jit::active()) r->host_effects.push_back(std::move(effect));
+}
 
 bool Jit::captured() const { return s_->replay.has_value(); }
 size_t Jit::calls() const { return s_->calls; }
@@ -343,6 +352,7 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
     for (auto& [w, slot] : r.publish)
       if (ImplRef impl = w.lock())
         autograd::rebind(impl, frontend::buffer_node(fresh[static_cast<size_t>(slot)], impl->node->shape));
+    for (auto& effect : r.host_effects) effect();
     std::vector<Tensor> outs;
     for (auto& [slot, shape] : r.outputs) {
       auto& s = r.slots[static_cast<size_t>(slot)];

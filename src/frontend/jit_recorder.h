@@ -2,6 +2,7 @@
 // launch with its buffers (seen from the realize driver), the tensors assign_ changes (with the
 // buffer they held before) and the tensors realize binds to buffers.
 #pragma once
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -22,6 +23,7 @@ struct Recording : runtime::LaunchObserver {
   // the first assign_ of each tensor in the call, with the buffer it held before (null if lazy)
   std::vector<std::pair<std::weak_ptr<Tensor::Impl>, std::shared_ptr<Buffer>>> assigned;
   std::vector<std::weak_ptr<Tensor::Impl>> realized;
+  std::vector<std::function<void()>> host_effects;  // kiln::on_jit_replay: run again by each replay
 
   void launched(const runtime::Launch& l, const std::vector<std::shared_ptr<Buffer>>& outputs,
                 const std::vector<std::shared_ptr<Buffer>>& inputs) override {

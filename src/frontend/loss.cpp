@@ -2,6 +2,7 @@
 // tensor ops, matching torch.nn.functional including weights, ignore_index and label smoothing.
 #include <cmath>
 
+#include "frontend/checks.h"
 #include "frontend/graph.h"
 #include "kiln/functional.h"
 
@@ -67,8 +68,17 @@ Tensor class_index_loss(const char* op, const Tensor& lp, const Tensor& target,
                  ", got " + shape_str(target.shape()));
   if (weight && weight->defined() && weight->shape() != Shape{c})
     fail(op, "weight must have shape " + shape_str({c}) + ", got " + shape_str(weight->shape()));
-  Tensor t = target.to(DType::I64).unsqueeze(cd);  // class dim of size 1
-  Tensor hit = t == along(arange(c), cd, nd);      // input's shape
+  Tensor ti = target.to(DType::I64);
+  frontend::require(((ti >= Scalar(0)) & (ti < Scalar(static_cast<long long>(c))) |
+                     (ti == Scalar(static_cast<long long>(ignore_index))))
+                        .all(),
+                    std::string(op) + ": a target class is out of range: target " +
+                        shape_str(target.shape()) + " " + to_string(target.dtype()) + " on " +
+                        target.device().str() + " must lie in [0, " + std::to_string(c) +
+                        ") (or be ignore_index " + std::to_string(ignore_index) + ") for input " +
+                        shape_str(lp.shape()));
+  Tensor t = ti.unsqueeze(cd);                 // class dim of size 1
+  Tensor hit = t == along(arange(c), cd, nd);  // input's shape
   Tensor valid = t != full({}, Scalar(static_cast<long long>(ignore_index)), DType::I64);
   bool weighted = weight && weight->defined();
   Tensor w = weighted ? along(weight->to(lp.dtype()), cd, nd) : ones({}, {.dtype = lp.dtype()});

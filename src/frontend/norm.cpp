@@ -2,6 +2,7 @@
 // tensor ops, with PyTorch's semantics and argument checks.
 #include <limits>
 
+#include "frontend/checks.h"
 #include "frontend/graph.h"
 #include "frontend/layer_norm_tile.h"
 #include "kiln/functional.h"
@@ -174,8 +175,13 @@ Tensor embedding(const Tensor& indices, const Tensor& weight) {
   if (weight.dim() != 2)
     fail("embedding", "weight must be 2-D (num_embeddings, dim), got " + shape_str(weight.shape()));
   int64_t v = weight.size(0);
+  Tensor idx = indices.to(DType::I64);
+  frontend::require(((idx >= Scalar(0)) & (idx < Scalar(static_cast<long long>(v)))).all(),
+                    "embedding: an index is out of range: indices " + shape_str(indices.shape()) + " " +
+                        to_string(indices.dtype()) + " on " + indices.device().str() + " must lie in [0, " +
+                        std::to_string(v) + ") for a weight of shape " + shape_str(weight.shape()));
   // one-hot selection over the vocabulary: (..., V, 1) mask picks rows of the (V, D) weight
-  Tensor hit = indices.to(DType::I64).unsqueeze(-1) == arange(v);
+  Tensor hit = idx.unsqueeze(-1) == arange(v);
   return where(hit.unsqueeze(-1), weight, Scalar(0)).sum(-2).to(weight.dtype());
 }
 

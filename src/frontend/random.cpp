@@ -4,6 +4,7 @@
 #include <mutex>
 #include <numbers>
 
+#include "frontend/checks.h"
 #include "frontend/graph.h"
 #include "kiln/tensor.h"
 
@@ -203,6 +204,10 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
                             " categories without replacement");
   Tensor p = (probs.dim() == 1 ? probs.unsqueeze(0) : probs).to(DType::F64);
   int64_t rows = p.size(0);
+  frontend::require(((p >= 0.0) & (p < INFINITY)).all() & (p.sum(1) > 0.0).all(),
+                    "multinomial: probabilities " + shape_str(probs.shape()) + " " +
+                        to_string(probs.dtype()) + " on " + probs.device().str() +
+                        " must be finite and >= 0, with a positive sum in every row");
   Tensor cat = arange(k);
   Tensor out;
   if (replacement) {

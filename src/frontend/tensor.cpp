@@ -8,6 +8,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "frontend/checks.h"
 #include "frontend/graph.h"
 #include "frontend/jit_recorder.h"
 #include "frontend/tensor_impl.h"
@@ -42,7 +43,11 @@ NodeRef frontend::buffer_node(const std::shared_ptr<Buffer>& b, const Shape& s) 
 }
 using frontend::buffer_node;
 
-void realize(const std::vector<Tensor>& ts) {
+void realize(const std::vector<Tensor>& wanted) {
+  // device-side checks registered since the last realize run in the same schedules
+  std::vector<frontend::PendingCheck> checks = frontend::take_checks();
+  std::vector<Tensor> ts = wanted;
+  for (auto& c : checks) ts.push_back(c.ok);
   // one schedule per device, in the order the devices first appear
   std::vector<std::pair<Device, std::vector<NodeRef>>> groups;
   for (auto& t : ts) {
@@ -52,7 +57,7 @@ void realize(const std::vector<Tensor>& ts) {
     if (g == groups.end()) g = groups.insert(groups.end(), {d, {}});
     g->second.push_back(t.node());
   }
-  if (groups.empty()) return;
+  if (groups.empty()) return frontend::verify(checks);
   for (auto& [d, roots] : groups) runtime::realize(roots, d);
   // the tensors now point at their buffers, so the graph behind them can be freed (unless autograd
   // will differentiate through it: then the realized node keeps its graph and its buffer)
@@ -62,6 +67,7 @@ void realize(const std::vector<Tensor>& ts) {
     if (t.impl_->leaf && n->op == ir::Op::BUFFER) autograd::register_leaf(t.impl_);  // after assign_
     if (jit::Recording* r = jit::active()) r->realized.push_back(t.impl_);
   }
+  frontend::verify(checks);
 }
 
 Device Tensor::device() const {

@@ -63,6 +63,12 @@ std::vector<std::string> Adam::state_names(size_t g) const {
   return {"exp_avg", "exp_avg_sq"};
 }
 
+void Adam::replayed(size_t g) {  // as update() does at the group's first parameter of a step
+  Powers& pw = powers_[g];
+  pw.last_step = steps_taken();
+  pw.steps++;
+}
+
 void Adam::update(size_t g, const Tensor& p, const Tensor& grad, ParamState& s, Update& u) {
   const AdamOptions& o = opts_[g];
   const double lr = groups_[g].lr, b1 = o.betas[0], b2 = o.betas[1];

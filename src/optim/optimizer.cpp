@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "ir/node.h"
+#include "kiln/jit.h"
 #include "kiln/optim.h"
 #include "runtime/buffer.h"
 
@@ -62,6 +63,7 @@ void Optimizer::step() {
   NoGradGuard no_grad;
   Update u;
   std::vector<Tensor> grads;
+  std::vector<size_t> stepped, stepped_groups;  // parameters and groups this step updates
   size_t i = 0;
   for (size_t g = 0; g < groups_.size(); g++) {
     for (auto& p : groups_[g].params) {
@@ -71,8 +73,16 @@ void Optimizer::step() {
       s.step++;
       update(g, p, grad, s, u);
       grads.push_back(grad);
+      stepped.push_back(i - 1);
+      if (stepped_groups.empty() || stepped_groups.back() != g) stepped_groups.push_back(g);
     }
   }
+  // a captured step replays the kernels only: the counts advance with it
+  on_jit_replay([this, stepped, stepped_groups] {
+    for (size_t g : stepped_groups) replayed(g);
+    for (size_t k : stepped) state_[k].step++;
+    steps_++;
+  });
   steps_++;
   if (u.assigns.empty()) return;
   std::vector<Tensor> outs;

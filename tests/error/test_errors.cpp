@@ -3,6 +3,7 @@
 #include <kiln/kiln.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -97,4 +98,41 @@ TEST(Errors, OutOfRangeIndicesAreMaskedAndReportedUnderValidate) {
   expect_error([&] { x.scatter_add(0, idx, x).realize(); }, {"scatter_add", "index 5"});
   expect_error([&] { one_hot(tensor(std::vector<int64_t>{4}), 3); }, {"one_hot", "index 4"});
   settings() = saved;
+}
+
+// Token ids and class targets out of range are errors naming the op (checked on the device, raised
+// by the realize that computes the result), also in a step kiln::Jit replays
+TEST(Errors, OutOfRangeTokenIdsAndTargetsAreErrors) {
+  Tensor w = ones({10, 4});
+  expect_error(
+      [&] {
+        F::embedding(tensor(std::vector<int64_t>{0, 10}), w).realize();
+      },
+      {"embedding: an index is out of range", "[0, 10)", "(10, 4)"});
+  expect_error([&] { F::embedding(tensor(std::vector<int64_t>{-1}), w).realize(); }, {"embedding"});
+  EXPECT_EQ(F::embedding(tensor(std::vector<int64_t>{9, 0}), w).sum().item<float>(), 8.0f);
+  Tensor logits = zeros({3, 5});
+  expect_error(
+      [&] {
+        F::cross_entropy(logits, tensor(std::vector<int64_t>{0, 5, 1})).realize();
+      },
+      {"cross_entropy: a target class is out of range", "[0, 5)"});
+  // all targets out of range gave NaN
+  expect_error(
+      [&] {
+        F::cross_entropy(logits, tensor(std::vector<int64_t>{7, 8, 9})).item<float>();
+      },
+      {"cross_entropy"});
+  // ignore_index is not out of range
+  EXPECT_NEAR(F::cross_entropy(logits, tensor(std::vector<int64_t>{-100, 2, 1})).item<float>(), std::log(5.0),
+              1e-6);
+  expect_error([] { multinomial(zeros({2, 3}), 1).realize(); }, {"multinomial: probabilities"});
+  expect_error([] { multinomial(tensor({0.5f, -0.5f, 1.f}, {3}), 1, true).realize(); }, {"multinomial"});
+
+  Tensor table = ones({6, 2});
+  Jit step(
+      [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{F::embedding(in[0], table).sum()}; });
+  for (int i = 0; i < 4; i++) EXPECT_EQ(step({tensor(std::vector<int64_t>{1, 5})})[0].item<float>(), 4.0f);
+  EXPECT_TRUE(step.captured());
+  expect_error([&] { step({tensor(std::vector<int64_t>{1, 6})}); }, {"embedding: an index is out of range"});
 }
