@@ -13,6 +13,7 @@ Corruption corruption_of(uint64_t seed);
 struct Result {
   enum class Status { Ok, Mismatch, Error } status = Status::Ok;
   bool grad = false;
+  bool bounded = true;   // false: no finite error bound for some gradient, which went unchecked
   double max_error = 0;  // the largest |kiln - reference| of a mismatch
   std::string report;    // what differs, and a standalone repro program
 };

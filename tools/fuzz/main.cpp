@@ -178,12 +178,12 @@ std::string result_text(const Result& r) {
   const char* status = r.status == Result::Status::Ok         ? "ok"
                        : r.status == Result::Status::Mismatch ? "mismatch"
                                                               : "error";
-  return std::string(status) + " " + (r.grad ? "grad" : "forward") + " " + std::to_string(r.max_error) +
-         "\n" + r.report;
+  return std::string(status) + " " + (r.grad ? (r.bounded ? "grad" : "grad-unbounded") : "forward") + " " +
+         std::to_string(r.max_error) + "\n" + r.report;
 }
 
 struct Tally {
-  int64_t graphs = 0, with_grad = 0, mismatches = 0, errors = 0, crashes = 0, hangs = 0;
+  int64_t graphs = 0, with_grad = 0, unbounded = 0, mismatches = 0, errors = 0, crashes = 0, hangs = 0;
   int64_t corrupted = 0, caught = 0, clean_flagged = 0;
 };
 
@@ -207,7 +207,8 @@ int fuzz(const Options& o) {
       kind = "error", t.errors++;
     else if (head.rfind("mismatch", 0) == 0)
       kind = "mismatch", t.mismatches++;
-    if (head.find(" grad ") != std::string::npos) t.with_grad++;
+    if (head.find(" grad") != std::string::npos) t.with_grad++;
+    if (head.find(" grad-unbounded ") != std::string::npos) t.unbounded++;
     if (o.verbose) std::printf("seed %llu: %s\n", static_cast<unsigned long long>(c.seed), head.c_str());
     bool corrupted = o.selftest && kiln::fuzz::corruption_of(c.seed) != Corruption::None;
     if (corrupted) {
