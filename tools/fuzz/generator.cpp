@@ -500,9 +500,11 @@ void Generator::choose_outputs() {
   int last = -1;
   for (int i = 0; i < size(); i++)
     if (g_.nodes[i].op != Op::Input && (!g_.grad || is_float(dtype(i)))) last = i;
-  if (last < 0) {  // only inputs: add one op
+  if (last < 0) {  // no op with a usable result: tanh of the last float node (inputs are float)
     int a = size() - 1;
-    last = add(op_node(is_float(dtype(a)) ? Op::Tanh : Op::Neg, {a}));
+    while (!is_float(dtype(a))) a--;
+    last = add(op_node(Op::Tanh, {a}));
+    if (last < 0) last = a;
   }
   g_.outputs = {last};
   for (int extra = chance(0.3) ? uniform(1, 2) : 0; extra > 0; extra--) {

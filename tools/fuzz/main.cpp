@@ -269,7 +269,10 @@ int main(int argc, char** argv) {
             return kiln::cuda_available(&w) ? std::string() : w.empty() ? std::string("unknown") : w;
           });
         },
-        [&](Child& c) { why = c.out; });
+        [&](Child& c) {
+          bool answered = !c.timed_out && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
+          why = answered ? c.out : "checking for one failed";
+        });
     if (!why.empty()) {
       std::printf("skipped: no usable CUDA GPU: %s\n", why.c_str());
       return 0;
