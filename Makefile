@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all build demo test bench format check-deps clean
+.PHONY: all build demo test bench fuzz format check-deps clean
 
 all: build
 
@@ -33,6 +33,13 @@ test: build
 bench: build
 	$(BUILD)/bench/bench_compile
 	$(BUILD)/bench/bench_c1
+
+# kiln_fuzz (tools/fuzz): FUZZ_COUNT random graphs from FUZZ_SEED; findings print a C++ repro
+FUZZ_SEED ?= 1
+FUZZ_COUNT ?= 100000
+fuzz: check-deps $(BUILD)/Makefile
+	cmake --build $(BUILD) -j $(JOBS) --target kiln_fuzz
+	$(BUILD)/tools/kiln_fuzz --seed $(FUZZ_SEED) --count $(FUZZ_COUNT) --jobs $(JOBS)
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')
