@@ -4,6 +4,8 @@
 # prints a table last. Usage: tools/gpu_check.sh [build dir] [workloads...]
 #   KILN_GTEST_SOURCE_DIR: GoogleTest sources, where the libgtest-dev package is missing
 #   SKIP_SUITE=1, SKIP_SANITIZER=1, SKIP_BENCH=1, SKIP_TORCH=1: leave a part out
+#   SANITIZER_FILTER: the tests compute-sanitizer runs (default: every CUDA test)
+#   FUZZ_GPU=N, FUZZ_CPU=N: N random graphs of the differential fuzzer on the GPU / on the CPU
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-gpu}
@@ -18,7 +20,7 @@ step() { echo; echo "=== $*"; }
 
 step build
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release ${KILN_GTEST_SOURCE_DIR:+-DKILN_GTEST_SOURCE_DIR=$KILN_GTEST_SOURCE_DIR} >/dev/null || exit 1
-cmake --build "$BUILD" -j "$JOBS" --target kiln_tests kiln_cli bench_gpu bench_gpt2_gpu 2>&1 | grep -E "error|warning" ; true
+cmake --build "$BUILD" -j "$JOBS" --target kiln_tests kiln_cli kiln_fuzz bench_gpu bench_gpt2_gpu 2>&1 | grep -E "error|warning" ; true
 "$BUILD"/tools/kiln info || status=1
 
 step "CUDA tests"
@@ -40,11 +42,21 @@ if [ -z "${SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     step "compute-sanitizer --tool $tool"
     compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD"/tests/kiln_tests \
-      --gtest_filter='Cuda.ElementwiseAndBroadcast*:Cuda.ReductionsShortAndLong:Cuda.IntegerAndHalf*:Cuda.MatmulLayernorm*:CudaAttention.FlashKernelMatchesTheReference' \
+      --gtest_filter="${SANITIZER_FILTER:-Cuda*:RenderCuda*:CuBLASLt*:TileCuda*}" \
       > "$OUT/sanitizer_$tool.log" 2>&1
     rc=$?; tail -3 "$OUT/sanitizer_$tool.log"; echo "compute-sanitizer $tool exit $rc"; [ $rc = 0 ] || status=1
   done
 fi
+
+for dev in gpu cpu; do
+  var=FUZZ_${dev^^}; n=${!var:-}
+  [ -n "$n" ] || continue
+  step "differential fuzzer, $n graphs on the $dev"
+  flag=$([ $dev = gpu ] && echo "--device cuda" || echo "--device cpu")
+  "$BUILD"/tools/kiln_fuzz $flag --seed "${FUZZ_SEED:-1}" --count "$n" --jobs "$JOBS" > "$OUT/fuzz_$dev.log" 2>&1
+  rc=$?; [ $rc = 0 ] || { head -c 6000 "$OUT/fuzz_$dev.log"; status=1; }
+  tail -1 "$OUT/fuzz_$dev.log"
+done
 
 if [ -z "${SKIP_BENCH:-}" ]; then
   step "benchmarks"

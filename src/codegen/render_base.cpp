@@ -89,6 +89,16 @@ bool RendererBase::accumulates(const Inst& in) const {
          p_.insts[static_cast<size_t>(in.src[0])].op == Op::DEFINE_ACC;
 }
 
+std::string RendererBase::accumulate(const Inst& in) {
+  const Inst& m = p_.insts[static_cast<size_t>(in.src[1])];
+  bool fused = in.op == Op::ADD && (in.dtype == DType::F32 || in.dtype == DType::F64) && m.op == Op::MUL &&
+               m.dtype == in.dtype;
+  for (size_t k = 0; fused && k < 2; k++)  // a * recip(b) renders as a division
+    fused = p_.insts[static_cast<size_t>(m.src[k])].op != Op::RECIP;
+  if (!fused) return alu(in);
+  return fma(v(m.src[0]), v(m.src[1]), v(in.src[0]), in.dtype == DType::F64);
+}
+
 std::string RendererBase::alu(const Inst& in) {
   auto a = [&](int k) { return v(in.src[static_cast<size_t>(k)]); };
   DType t = in.dtype;
@@ -173,7 +183,7 @@ void RendererBase::line(int i) {
     default:
       if (accumulates(in)) {
         names_[static_cast<size_t>(i)] = v(in.src[0]);
-        out(v(in.src[0]) + " = " + alu(in) + ";");
+        out(v(in.src[0]) + " = " + accumulate(in) + ";");
         return;
       }
       def(i, "alu", alu(in));

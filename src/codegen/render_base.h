@@ -34,6 +34,8 @@ class RendererBase {
   void line(int i);
   // true: the instruction is an accumulate into a DEFINE_ACC (ALU arg {1})
   bool accumulates(const Inst& in) const;
+  // The new value of an accumulator: acc + a*b of floats as one fused multiply-add (dot products).
+  std::string accumulate(const Inst& in);
 
   // --- what differs between targets ---
   virtual void load(int i) { def(i, "val", load_expr(p_.insts[static_cast<size_t>(i)])); }
@@ -43,6 +45,9 @@ class RendererBase {
   virtual std::string exp2(const std::string& x, bool f64) = 0;
   virtual std::string expf(const std::string& x) = 0;  // e^x for exp2(x * log2(e)) in f32
   virtual std::string log2(const std::string& x, bool f64) = 0;
+  // a * b + c rounded once: the only fused multiply-adds kernels get (compilers contract nothing,
+  // so a value recomputed in two kernels rounds the same in both)
+  virtual std::string fma(const std::string& a, const std::string& b, const std::string& c, bool f64) = 0;
   virtual std::string half_to_float(DType t, const std::string& raw) = 0;
   virtual std::string float_to_half(DType t, const std::string& val) = 0;
   virtual std::string bitcast(DType to, DType from, const std::string& x) = 0;

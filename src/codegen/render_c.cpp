@@ -89,6 +89,15 @@ static inline float kiln_log2f(float x) {
   r += (float)e;
   return x != x || x < 0.0f ? NAN : x == 0.0f ? -INFINITY : x == INFINITY ? INFINITY : r;
 }
+/* fused multiply-add where the CPU has it (the kernels are built for this machine), else the two
+   operations; either way every kernel of this machine rounds a dot product alike */
+#ifdef __FMA__
+#define kiln_fmaf(a, b, c) __builtin_fmaf(a, b, c)
+#define kiln_fma(a, b, c) __builtin_fma(a, b, c)
+#else
+#define kiln_fmaf(a, b, c) ((a) * (b) + (c))
+#define kiln_fma(a, b, c) ((a) * (b) + (c))
+#endif
 static inline float kiln_bf2f(uint16_t h) { uint32_t x = (uint32_t)h << 16; float f; __builtin_memcpy(&f, &x, 4); return f; }
 static inline uint16_t kiln_f2bf(float f) {
   uint32_t x; __builtin_memcpy(&x, &f, 4);
@@ -125,6 +134,9 @@ class CRenderer : public RendererBase {
     return (f64 ? "exp2(" : "kiln_exp2f(") + x + ")";
   }
   std::string expf(const std::string& x) override { return "kiln_expf(" + x + ")"; }
+  std::string fma(const std::string& a, const std::string& b, const std::string& c, bool f64) override {
+    return (f64 ? "kiln_fma(" : "kiln_fmaf(") + a + ", " + b + ", " + c + ")";
+  }
   std::string log2(const std::string& x, bool f64) override {
     return (f64 ? "log2(" : "kiln_log2f(") + x + ")";
   }

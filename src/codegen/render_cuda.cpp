@@ -581,6 +581,9 @@ class CudaRenderer : public RendererBase {
 
   std::string exp2(const std::string& x, bool f64) override { return (f64 ? "exp2(" : "exp2f(") + x + ")"; }
   std::string expf(const std::string& x) override { return "expf(" + x + ")"; }
+  std::string fma(const std::string& a, const std::string& b, const std::string& c, bool f64) override {
+    return (f64 ? "fma(" : "fmaf(") + a + ", " + b + ", " + c + ")";
+  }
   std::string log2(const std::string& x, bool f64) override { return (f64 ? "log2(" : "log2f(") + x + ")"; }
   std::string half_to_float(DType t, const std::string& raw) override {
     return (t == DType::F16 ? "kiln_h2f(" : "kiln_bf2f(") + raw + ")";

@@ -69,7 +69,7 @@ Tensor class_index_loss(const char* op, const Tensor& lp, const Tensor& target,
   if (weight && weight->defined() && weight->shape() != Shape{c})
     fail(op, "weight must have shape " + shape_str({c}) + ", got " + shape_str(weight->shape()));
   Tensor ti = target.to(DType::I64);
-  frontend::require(((ti >= Scalar(0)) & (ti < Scalar(static_cast<long long>(c))) |
+  frontend::require((((ti >= Scalar(0)) & (ti < Scalar(static_cast<long long>(c)))) |
                      (ti == Scalar(static_cast<long long>(ignore_index))))
                         .all(),
                     std::string(op) + ": a target class is out of range: target " +

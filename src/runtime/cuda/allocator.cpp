@@ -61,6 +61,7 @@ CUdeviceptr device_alloc(int ordinal, size_t bytes) {
     return ptr;
   }
   CUdeviceptr ptr = 0;
+  refuse_while_capturing("allocating device memory");
   int rc = c.api->cuMemAlloc(&ptr, size);
   if (rc != 0) {  // out of memory: give the cache back and try once more
     release_locked(p, c.api);

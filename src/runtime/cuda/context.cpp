@@ -72,7 +72,19 @@ void finish_queued(int ordinal) {
   if (FinishQueued f = finish_hook.load()) f(ordinal);
 }
 
+bool& capturing_on_this_thread() {
+  thread_local bool capturing = false;
+  return capturing;
+}
+
+void refuse_while_capturing(const char* what) {
+  if (capturing_on_this_thread())
+    throw Error(std::string("kiln.cuda: ") + what +
+                " cannot run while this thread captures a CUDA graph (the capture would be invalidated)");
+}
+
 void synchronize(int ordinal) {
+  refuse_while_capturing("synchronize");
   finish_queued(ordinal);
   Context& c = context(ordinal);
   check(c.api->cuStreamSynchronize(c.stream), "cuStreamSynchronize");

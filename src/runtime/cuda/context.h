@@ -25,6 +25,10 @@ struct Context {
 Context& context(int ordinal);
 // Waits for the device's stream.
 void synchronize(int ordinal);
+// Whether this thread is capturing a CUDA graph (graph.cpp): calls that would break the capture
+// (waiting, copies through the host, allocating) throw a kiln::Error naming `what` instead.
+bool& capturing_on_this_thread();
+void refuse_while_capturing(const char* what);
 // Work queued without waiting whose outcome is read back later (the tile launches' error logs):
 // `finish` waits for it and throws its errors. synchronize, upload and download call it first, so
 // a failure surfaces at the next point the host waits for the device.

@@ -39,6 +39,7 @@ Staging& staging(Context& c) {
 
 void upload(int ordinal, CUdeviceptr dst, const void* src, size_t bytes) {
   if (!bytes) return;
+  refuse_while_capturing("a copy from the host");
   finish_queued(ordinal);
   Context& c = context(ordinal);
   Staging& s = staging(c);
@@ -55,6 +56,7 @@ void upload(int ordinal, CUdeviceptr dst, const void* src, size_t bytes) {
 
 void download(int ordinal, void* dst, CUdeviceptr src, size_t bytes) {
   if (!bytes) return;
+  refuse_while_capturing("a copy to the host");
   finish_queued(ordinal);
   Context& c = context(ordinal);
   Staging& s = staging(c);

@@ -33,11 +33,13 @@ CUgraph capture(Context& c, const std::function<void()>& issue, std::string& why
     why = failure(rc, "cuStreamBeginCapture");
     return nullptr;
   }
+  capturing_on_this_thread() = true;
   try {
     issue();
   } catch (const std::exception& e) {
     why = e.what();
   }
+  capturing_on_this_thread() = false;
   CUgraph g = nullptr;
   int rc = c.api->cuStreamEndCapture(c.stream, &g);  // ends the capture whatever happened in it
   if (why.empty() && rc) why = failure(rc, "cuStreamEndCapture");

@@ -30,7 +30,7 @@ Cache& cache() {
 
 // Settings::cuda_lineinfo adds source line tables; part of the options, so of the cache key too.
 std::vector<std::string> options(const Context& c) {
-  std::vector<std::string> o = {"--gpu-architecture=" + c.arch, "-std=c++17", "--fmad=true",
+  std::vector<std::string> o = {"--gpu-architecture=" + c.arch, "-std=c++17", "--fmad=false",
                                 "-default-device"};
   if (settings().cuda_lineinfo) o.push_back("-lineinfo");
   return o;
