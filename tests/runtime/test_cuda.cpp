@@ -16,6 +16,7 @@
 using namespace kiln;
 using kiln::testing::expect_matches_reference;
 using kiln::testing::random_tensor;
+using kiln::testing::error_of;
 namespace F = kiln::nn::functional;
 
 namespace {
@@ -210,8 +211,12 @@ TEST_F(Cuda, FusedMatmulsRunInTheGemmLibrary) {
 TEST_F(Cuda, OneHotSumsAndCrossEntropy) {
   // gather, embedding and the class-index loss read one element per row (indexed loads)
   Tensor w = on_gpu({50304, 64}, DType::F32, -1, 1, 35);
-  Tensor tok = tensor(std::vector<int64_t>{0, 50303, 7, 7, 50304, -1}).to(gpu);  // two out of range: 0 rows
+  Tensor tok = tensor(std::vector<int64_t>{0, 50303, 7, 7, 50302, 1}).to(gpu);
   EXPECT_TRUE(expect_matches_reference(F::embedding(tok, w), 0, 0));
+  // out of range: an error, raised on the host after the device checked
+  Tensor bad = tensor(std::vector<int64_t>{0, 50304}).to(gpu);
+  EXPECT_NE(error_of([&] { F::embedding(bad, w).realize(); }).find("embedding: an index is out of range"),
+            std::string::npos);
   Tensor lg = on_gpu({16, 50304}, DType::F32, -4, 4, 36);
   lg.requires_grad_();
   Tensor cls = tensor(std::vector<int64_t>{0, 1, 50303, 9, 9, 100, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}).to(gpu);
