@@ -1,5 +1,5 @@
-// kiln_fuzz: differential fuzzing of kiln against its float64 reference interpreter. Each graph runs
-// in its own process, so crashes and hangs are findings too; see --help.
+// kiln_fuzz: differential fuzzing of kiln against its float64 reference interpreter. Graphs run in
+// processes of their own, so crashes and hangs are findings too; see --help.
 #include <fcntl.h>
 #include <kiln/kiln.h>
 #include <poll.h>
@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ namespace {
 using kiln::fuzz::Corruption;
 using kiln::fuzz::Result;
 using Clock = std::chrono::steady_clock;
+constexpr char kRecordEnd = '\x1e';  // ends each graph's result in a child that runs several
 
 struct Options {
   uint64_t seed = 1;
@@ -32,16 +34,19 @@ struct Options {
   std::optional<uint64_t> print;
   double timeout_s = 60;
   bool verbose = false;
+  int64_t per_process = 0;  // graphs a child runs (0: 1 on the CPU, 25 on the GPU)
 };
 
 const char* kUsage =
     "usage: kiln_fuzz [--seed S] [--count N] [--grad-fraction F] [--jobs J] [--device cpu|cuda]\n"
-    "                 [--timeout SECONDS] [--selftest] [--print SEED] [--verbose]\n"
+    "                 [--timeout SECONDS] [--selftest] [--print SEED] [--verbose] [--per-process K]\n"
     "Generates N random op graphs (graph i from seed S+i), runs each in its own process and compares\n"
     "kiln's results and gradients with the float64 reference interpreter. Prints each finding with its\n"
     "seed and a standalone C++ repro; exits 1 if there is any. --print SEED writes the repro of one\n"
     "seed (give the same --grad-fraction). --selftest corrupts some graphs' results on purpose and\n"
-    "passes only if exactly those are reported.\n";
+    "passes only if exactly those are reported. --per-process K runs K graphs in each child (default\n"
+    "1; 25 with --device cuda, where a process's start is costly); the graphs of a child that crashes\n"
+    "or hangs run again one per process, to find the one that did.\n";
 
 bool parse(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; i++) {
@@ -68,10 +73,13 @@ bool parse(int argc, char** argv, Options& o) {
       o.print = std::stoull(value());
     else if (a == "--verbose")
       o.verbose = true;
+    else if (a == "--per-process")
+      o.per_process = std::max<int64_t>(1, std::stoll(value()));
     else
       throw std::invalid_argument("unknown argument " + a);
   }
   if (o.device != "cpu" && o.device != "cuda") throw std::invalid_argument("--device is cpu or cuda");
+  if (!o.per_process) o.per_process = o.device == "cuda" ? 25 : 1;
   return true;
 }
 
@@ -88,7 +96,8 @@ void write_all(int fd, const std::string& s) {
 struct Child {
   pid_t pid = -1;
   int fd = -1;
-  uint64_t seed = 0;
+  uint64_t seed = 0;  // the first of its n graphs
+  int64_t n = 1;
   std::string out;
   Clock::time_point start;
   bool timed_out = false;
@@ -96,7 +105,7 @@ struct Child {
 };
 
 template <class F>
-Child spawn(uint64_t seed, const Options& o, F body) {
+Child spawn(uint64_t seed, int64_t n, const Options& o, F body) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   std::fflush(stdout);
@@ -117,7 +126,7 @@ Child spawn(uint64_t seed, const Options& o, F body) {
   }
   setpgid(pid, pid);
   close(p[1]);
-  return {pid, p[0], seed, "", Clock::now()};
+  return {pid, p[0], seed, n, "", Clock::now()};
 }
 
 bool drain(Child& c) {  // false at end of file
@@ -127,14 +136,18 @@ bool drain(Child& c) {  // false at end of file
   return n > 0 || (n < 0 && errno == EINTR);
 }
 
-// Runs children from `make` for seeds first..first+count, `jobs` at a time, handing each finished one
-// to `done`.
+// Runs children from `make(seed, n)` for seeds first..first+count, `per` seeds each and `jobs` at a
+// time, handing each finished one to `done`.
 template <class Make, class Done>
-void run_all(const Options& o, uint64_t first, int64_t count, Make make, Done done) {
+void run_all(const Options& o, uint64_t first, int64_t count, int64_t per, Make make, Done done) {
   std::vector<Child> running;
   int64_t next = 0;
   while (next < count || !running.empty()) {
-    while (static_cast<int>(running.size()) < o.jobs && next < count) running.push_back(make(first + next++));
+    while (static_cast<int>(running.size()) < o.jobs && next < count) {
+      int64_t n = std::min(per, count - next);
+      running.push_back(make(first + static_cast<uint64_t>(next), n));
+      next += n;
+    }
     std::vector<pollfd> fds;
     for (auto& c : running) fds.push_back({c.fd, POLLIN, 0});
     poll(fds.data(), fds.size(), 100);
@@ -165,8 +178,10 @@ std::string repro_of(uint64_t seed, const Options& o) {
   Options one = o;
   one.jobs = 1;
   run_all(
-      one, seed, 1,
-      [&](uint64_t s) { return spawn(s, o, [&] { return kiln::fuzz::describe(s, o.grad_fraction); }); },
+      one, seed, 1, 1,
+      [&](uint64_t s, int64_t n) {
+        return spawn(s, n, o, [&] { return kiln::fuzz::describe(s, o.grad_fraction); });
+      },
       [&](Child& c) {
         bool ok = !c.timed_out && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
         text = ok ? c.out : "(no repro: generating the graph failed too)\n" + c.out;
@@ -190,11 +205,27 @@ struct Tally {
 int fuzz(const Options& o) {
   Tally t;
   auto start = Clock::now();
-  auto make = [&](uint64_t seed) {
-    Corruption c = o.selftest ? kiln::fuzz::corruption_of(seed) : Corruption::None;
-    return spawn(seed, o, [=, &o] { return result_text(kiln::fuzz::check(seed, o.grad_fraction, c)); });
+  auto make = [&](uint64_t first, int64_t n) {
+    return spawn(first, n, o, [=, &o] {
+      if (n == 1) {
+        Corruption c = o.selftest ? kiln::fuzz::corruption_of(first) : Corruption::None;
+        return result_text(kiln::fuzz::check(first, o.grad_fraction, c));
+      }
+      std::string all;
+      for (uint64_t seed = first; seed < first + static_cast<uint64_t>(n); seed++) {
+        Corruption c = o.selftest ? kiln::fuzz::corruption_of(seed) : Corruption::None;
+        try {
+          all += result_text(kiln::fuzz::check(seed, o.grad_fraction, c));
+        } catch (const std::exception& e) {
+          all += std::string("error\n") + e.what() + "\n";
+        }
+        all += kRecordEnd;
+      }
+      return all;
+    });
   };
-  auto done = [&](Child& c) {
+  std::function<void(Child&)> done;
+  auto one = [&](Child& c) {
     t.graphs++;
     std::string kind, head = c.out.substr(0, c.out.find('\n'));
     std::string body = c.out.find('\n') == std::string::npos ? "" : c.out.substr(c.out.find('\n') + 1);
@@ -226,7 +257,23 @@ int fuzz(const Options& o) {
                 body.c_str());
     std::fflush(stdout);
   };
-  run_all(o, o.seed, o.count, make, done);
+  done = [&](Child& c) {
+    if (c.n == 1) return one(c);
+    bool clean_exit = !c.timed_out && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
+    if (!clean_exit)  // which graph crashed or hung: each again in a process of its own
+      return run_all(o, c.seed, c.n, 1, make, done);
+    size_t at = 0;
+    for (int64_t i = 0; i < c.n; i++) {
+      size_t end = c.out.find(kRecordEnd, at);
+      Child r = c;
+      r.seed = c.seed + static_cast<uint64_t>(i);
+      r.n = 1;
+      r.out = end == std::string::npos ? "error\nno result from the child\n" : c.out.substr(at, end - at);
+      at = end == std::string::npos ? c.out.size() : end + 1;
+      one(r);
+    }
+  };
+  run_all(o, o.seed, o.count, o.per_process, make, done);
   double secs = std::chrono::duration<double>(Clock::now() - start).count();
   std::printf(
       "%lld graphs, %lld with gradients, %lld mismatches, %lld errors, %lld crashes, %lld hangs, %.1f s"
@@ -262,9 +309,9 @@ int main(int argc, char** argv) {
     Options one = o;
     one.device = "cpu";
     run_all(
-        one, 0, 1,
-        [&](uint64_t s) {
-          return spawn(s, one, [] {
+        one, 0, 1, 1,
+        [&](uint64_t s, int64_t n) {
+          return spawn(s, n, one, [] {
             std::string w;
             return kiln::cuda_available(&w) ? std::string() : w.empty() ? std::string("unknown") : w;
           });
