@@ -73,8 +73,8 @@ std::vector<Expected> forward_expected(const Graph& g, const std::vector<Tensor>
   std::vector<Expected> out;
   for (size_t k = 0; k < roots.size(); k++) {
     Expected e{g.outputs[k], values_of(want[k]), {}};
-    double u = unit_roundoff(want[k].dtype);
-    for (double v : e.values) e.tol.push_back(kSafety * g.nodes[e.node].err + 2 * u * std::fabs(v));
+    double u = unit_roundoff(want[k].dtype), tiny = smallest_normal(want[k].dtype);
+    for (double v : e.values) e.tol.push_back(kSafety * g.nodes[e.node].err + 2 * u * std::fabs(v) + tiny);
     out.push_back(std::move(e));
   }
   return out;
@@ -91,8 +91,9 @@ std::vector<Expected> gradient_expected(const Graph& g, const std::vector<Tensor
   std::vector<Expected> out;
   for (size_t i = 0; i < want.size(); i++) {
     Expected e{ids[i], values_of(want[i]), {}};
-    double u = unit_roundoff(want[i].dtype);
-    for (double v : e.values) e.tol.push_back(kSafety * bound[i] + 2 * u * std::fabs(v));
+    // values below the normal range may underflow to 0 or a subnormal in the kernels
+    double u = unit_roundoff(want[i].dtype), tiny = smallest_normal(want[i].dtype);
+    for (double v : e.values) e.tol.push_back(kSafety * bound[i] + 2 * u * std::fabs(v) + tiny);
     out.push_back(std::move(e));
   }
   return out;

@@ -13,6 +13,16 @@
 
 namespace kiln::fuzz {
 
+double smallest_normal(DType t) {
+  switch (t) {
+    case DType::F64: return 0x1p-1022;
+    case DType::F32:
+    case DType::BF16: return 0x1p-126;
+    case DType::F16: return 0x1p-14;
+    default: return 0;
+  }
+}
+
 double unit_roundoff(DType t) {
   switch (t) {
     case DType::F64: return 0x1p-53;

@@ -18,5 +18,7 @@ Generated generate(uint64_t seed, double grad_fraction);
 
 // Unit roundoff of a dtype (0 for integers and bool).
 double unit_roundoff(DType t);
+// The smallest normal value of a float dtype (0 for others).
+double smallest_normal(DType t);
 
 }  // namespace kiln::fuzz
