@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/opt.h"
 #include "ir/rewrite.h"
@@ -213,8 +214,13 @@ class Linearizer {
     return false;
   }
 
+  // Emits, before loops over `rids` open, what under n does not move with them.
   void hoist(const NodeRef& n, const std::set<int64_t>& rids) {
-    if (memo_.count(n.get()) || n->op == Op::RANGE) return;
+    std::unordered_set<const Node*> seen;  // a DAG: each shared node is looked at once
+    hoist(n, rids, seen);
+  }
+  void hoist(const NodeRef& n, const std::set<int64_t>& rids, std::unordered_set<const Node*>& seen) {
+    if (memo_.count(n.get()) || n->op == Op::RANGE || !seen.insert(n.get()).second) return;
     const auto& d = deps_[n.get()];
     bool invariant = std::none_of(d.begin(), d.end(), [&](int64_t id) { return rids.count(id); });
     bool trivial = n->op == Op::CONST || n->op == Op::DEFINE_GLOBAL;
@@ -223,7 +229,7 @@ class Linearizer {
       return;
     }
     if (n->op == Op::REDUCE) return;  // a reduce nested here has its own ranges
-    for (auto& s : n->src) hoist(s, rids);
+    for (auto& s : n->src) hoist(s, rids, seen);
   }
 
   static Inst identity(Op op, DType t) {
