@@ -33,7 +33,11 @@ const char* kFlags =
 // on 2 cores (bench_tile_kernels), with the tile tests no slower to compile.
 const char* kCxxFlags = "-O3 -march=native -fPIC -shared -fno-math-errno -std=c++20 -w";
 
-const char* flags(Language lang) { return lang == Language::C ? kFlags : kCxxFlags; }
+// Settings::cflags (KILN_CFLAGS, a sanitized build's flags) come last; they are part of compiler_id.
+std::string flags(Language lang) {
+  const std::string& extra = settings().cflags;
+  return std::string(lang == Language::C ? kFlags : kCxxFlags) + (extra.empty() ? "" : " " + extra);
+}
 
 bool executable(const std::string& p) { return access(p.c_str(), X_OK) == 0; }
 
@@ -104,11 +108,11 @@ const std::string& compiler_id(Language lang) {
   std::lock_guard<std::mutex> l(mu);
   int k = static_cast<int>(lang);
   std::string cc = find_compiler(lang);
-  if (cc != cached_cc[k]) {
+  if (cc + flags(lang) != cached_cc[k]) {
     std::string out;
     run_command(quote(cc) + " --version", out);
     id[k] = cc + "\n" + out.substr(0, out.find('\n')) + "\n" + flags(lang);
-    cached_cc[k] = cc;
+    cached_cc[k] = cc + flags(lang);
   }
   return id[k];
 }
