@@ -34,7 +34,6 @@ cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 
 # any report ends the process with an error; kernels compiled at run time carry the same flags
 export ASAN_OPTIONS=halt_on_error=1:abort_on_error=0:detect_leaks=1:strict_string_checks=1
-export LSAN_OPTIONS=suppressions=$PWD/tools/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 export KILN_CACHE_DIR=$PWD/$build/test_cache
