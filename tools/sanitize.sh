@@ -44,5 +44,8 @@ if [ "$mode" = thread ]; then
 elif [ "$ci" = --ci ]; then
   tests/kiln_tests --gtest_brief=1  # one process: kernels compiled once, a report stops it
 else
-  ctest --output-on-failure -j "$jobs" -E '^install\.'
+  # the unit tests in one process (one ctest process per test takes ten times longer), then the
+  # examples and the kiln tool
+  tests/kiln_tests --gtest_brief=1
+  ctest --output-on-failure -j "$jobs" -R '^(example|tool)\.'
 fi
