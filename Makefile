@@ -1,9 +1,10 @@
-# kiln: `make demo` runs the main example, `make test` builds and runs every test.
+# kiln: `make demo` runs the main example, `make test` builds and runs every test; `make sanitize`
+# (ASan+UBSan) and `make sanitize-thread` (TSan) run them sanitized in their own build folders.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all build demo test bench fuzz format check-deps clean
+.PHONY: all build demo test sanitize sanitize-thread bench fuzz format check-deps clean
 
 all: build
 
@@ -30,6 +31,12 @@ demo: check-deps $(BUILD)/Makefile
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+sanitize: check-deps
+	JOBS=$(JOBS) tools/sanitize.sh address
+
+sanitize-thread: check-deps
+	JOBS=$(JOBS) tools/sanitize.sh thread
+
 bench: build
 	$(BUILD)/bench/bench_compile
 	$(BUILD)/bench/bench_c1
@@ -45,4 +52,4 @@ format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-sanitize build-sanitize-thread build-sanitize-ci

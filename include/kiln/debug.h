@@ -14,6 +14,9 @@ struct Settings {
   int threads = 0;         // KILN_THREADS (0 = all cores)
   std::string cc;          // KILN_CC (default: cc, gcc or clang on PATH)
   std::string cxx;         // KILN_CXX, for tile kernels (default: c++, g++ or clang++ on PATH)
+  // KILN_CFLAGS: appended to every kernel compile (C and tile C++); a sanitized build
+  // (KILN_SANITIZE) starts it with its -fsanitize flags and defaults cc/cxx to its own compilers
+  std::string cflags;
   std::string cache_dir;   // KILN_CACHE_DIR (default ~/.cache/kiln)
   bool tf32 = false;       // KILN_TF32=1: f32 matmuls on CUDA may use TF32 tensor cores (cuBLASLt)
   bool profile = false;    // KILN_PROFILE=1: time each schedule's kernels on the device (Stats::device_ms)

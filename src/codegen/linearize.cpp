@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -235,7 +236,10 @@ class Linearizer {
   static Inst identity(Op op, DType t) {
     double v = op == Op::ADD ? 0 : op == Op::MUL ? 1 : -INFINITY;
     if (!is_float(t) && op == Op::MAX) {
-      int64_t lo = t == DType::Bool || is_unsigned(t) ? 0 : -(int64_t{1} << (dtype_size(t) * 8 - 1));
+      // the dtype's minimum: INT64_MIN shifted down to the dtype's width (negating 2^63 overflows)
+      int64_t lo = t == DType::Bool || is_unsigned(t)
+                       ? 0
+                       : std::numeric_limits<int64_t>::min() >> (64 - dtype_size(t) * 8);
       return {Op::CONST, t, {}, {lo}};
     }
     if (is_float(t)) return {Op::CONST, t, {}, {}, v};

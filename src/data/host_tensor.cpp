@@ -8,9 +8,11 @@
 namespace kiln::data {
 
 int64_t HostTensor::numel() const {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return n;
+  std::optional<int64_t> n = ir::checked_numel(shape);
+  if (!n)
+    throw Error("kiln: data::HostTensor: shape " + shape_str(shape) +
+                " has a negative dimension or more elements than int64 can count");
+  return *n;
 }
 
 Tensor HostTensor::to_tensor() const {

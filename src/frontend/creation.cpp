@@ -7,16 +7,13 @@
 
 namespace kiln {
 
+using frontend::check_shape;
 using frontend::fail;
 using frontend::place;
 using ir::NodeRef;
 using ir::Op;
 
 namespace {
-void check_shape(const char* op, const Shape& s) {
-  for (auto d : s)
-    if (d < 0) fail(op, "negative dimension in shape " + shape_str(s));
-}
 NodeRef iota(const Shape& s, int64_t d, DType t) { return ir::make(Op::IOTA, t, s, {}, {d}); }
 }  // namespace
 

@@ -20,6 +20,14 @@ NodeRef cast(const NodeRef& x, DType t) {
   return ir::make(Op::CAST, t, x->shape, {x});
 }
 
+int64_t check_shape(const std::string& op, const Shape& s) {
+  for (auto d : s)
+    if (d < 0) fail(op, "negative dimension in shape " + shape_str(s));
+  std::optional<int64_t> n = ir::checked_numel(s);
+  if (!n) fail(op, "shape " + shape_str(s) + " has more elements than int64 can count");
+  return *n;
+}
+
 NodeRef reshape(const NodeRef& x, const Shape& s) {
   if (x->shape == s) return x;
   return ir::make(Op::RESHAPE, x->dtype, s, {x});
@@ -35,6 +43,7 @@ NodeRef expand(const NodeRef& x, const Shape& s) {
     if (padded[i] != s[i] && padded[i] != 1)
       fail("expand", "cannot expand " + shape_str(x->shape) + " to " + shape_str(s) + ": dim " +
                          std::to_string(i) + " has size " + std::to_string(padded[i]) + ", not 1");
+  check_shape("expand", s);
   NodeRef r = reshape(x, padded);
   if (padded == s) return r;
   return ir::make(Op::EXPAND, x->dtype, s, {r});

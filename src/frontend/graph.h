@@ -15,6 +15,8 @@ using ir::Op;
 // Errors: "kiln.<op>: <message>" naming shapes and dtypes.
 [[noreturn]] void fail(const std::string& op, const std::string& msg);
 int64_t norm_dim(const std::string& op, int64_t d, int64_t ndim);  // negative dims, range check
+// A new shape's element count; fails naming op if a dim is negative or the count overflows int64.
+int64_t check_shape(const std::string& op, const Shape& s);
 
 NodeRef cast(const NodeRef& x, DType t);
 NodeRef reshape(const NodeRef& x, const Shape& s);

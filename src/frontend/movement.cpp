@@ -19,8 +19,8 @@ Tensor Tensor::reshape(Shape s) const {
       infer = static_cast<int64_t>(i);
     } else if (s[i] < 0) {
       fail("reshape", "invalid size " + std::to_string(s[i]) + " in " + shape_str(s));
-    } else {
-      known *= s[i];
+    } else if (__builtin_mul_overflow(known, s[i], &known)) {
+      fail("reshape", "shape " + shape_str(s) + " has more elements than int64 can count");
     }
   }
   if (infer >= 0) {

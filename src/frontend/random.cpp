@@ -10,6 +10,7 @@
 
 namespace kiln {
 
+using frontend::check_shape;
 using frontend::fail;
 using frontend::place;
 using ir::NodeRef;
@@ -26,11 +27,6 @@ int64_t numel_of(const Shape& s) {
   int64_t n = 1;
   for (auto d : s) n *= d;
   return n;
-}
-
-void check_shape(const char* op, const Shape& s) {
-  for (auto d : s)
-    if (d < 0) fail(op, "negative dimension in shape " + shape_str(s));
 }
 
 // A 32-bit integer mix (xorshift-multiply rounds) applied to u32 tensors: same bits on every device.

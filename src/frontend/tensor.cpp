@@ -221,11 +221,7 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str
 
 // --- creation from host data ---
 Tensor from_buffer(const void* data, Shape shape, DType dtype) {
-  int64_t n = 1;
-  for (auto d : shape) {
-    if (d < 0) fail("tensor", "negative dimension in shape " + shape_str(shape));
-    n *= d;
-  }
+  int64_t n = frontend::check_shape("tensor", shape);
   auto b = std::make_shared<Buffer>(dtype, n, default_device());
   upload(*b, data);
   return Tensor(buffer_node(b, shape));
@@ -257,8 +253,7 @@ template <class T>
 Tensor tensor(const std::vector<T>& data, Shape shape) {
   if (shape.empty()) shape = {static_cast<int64_t>(data.size())};  // like torch.tensor([...])
   // (a 0-d tensor comes from full({}, v))
-  int64_t n = 1;
-  for (auto d : shape) n *= d;
+  int64_t n = frontend::check_shape("tensor", shape);
   if (n != static_cast<int64_t>(data.size()))
     fail("tensor", std::to_string(data.size()) + " values do not fill shape " + shape_str(shape));
   return from_buffer(data.data(), shape, dtype_of<T>());

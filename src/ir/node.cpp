@@ -60,11 +60,14 @@ Table& table() {
 
 }  // namespace
 
-int64_t Node::numel() const {
+std::optional<int64_t> checked_numel(const Shape& s) {
   int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (int64_t d : s)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
   return n;
 }
+
+int64_t Node::numel() const { return *checked_numel(shape); }
 
 std::string Node::str() const {
   std::ostringstream os;
@@ -94,6 +97,12 @@ namespace {
 
 NodeRef make_on(int8_t device, Op op, DType dtype, Shape shape, std::vector<NodeRef> src,
                 std::vector<int64_t> arg, double fval) {
+  if (!checked_numel(shape)) {
+    std::string dims;
+    for (int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    throw Error(std::string("kiln.") + op_name(op) + ": shape (" + dims +
+                ") has a negative dimension or more elements than int64 can count");
+  }
   auto n = std::make_shared<Node>();
   n->op = op;
   n->dtype = dtype;

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,13 +38,16 @@ struct Node {
   mutable bool has_bounds = false;
   mutable int64_t vmin_ = 0, vmax_ = 0;
 
-  int64_t numel() const;
+  int64_t numel() const;  // never overflows: make() rejects shapes whose product int64 cannot hold
   bool is_const() const { return op == Op::CONST; }
   int64_t ival() const { return arg.empty() ? 0 : arg[0]; }  // CONST int value, RANGE id ...
   std::string str() const;                                   // one-line summary
 };
 
 // Creates (or finds) the unique node with this content.
+// The number of elements of a shape; nullopt if a dim is negative or the product overflows int64.
+std::optional<int64_t> checked_numel(const Shape& s);
+
 NodeRef make(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vector<int64_t> arg = {},
              double fval = 0);
 // A CONST that belongs to a device (a code of Device::code()) without being computed: zeros_like of

@@ -15,6 +15,20 @@ std::string env_str(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
 }
+
+// A sanitized build's kernels need its sanitizer flags and a compiler whose runtime it loaded.
+#ifdef KILN_KERNEL_CFLAGS
+const char* kKernelCflags = KILN_KERNEL_CFLAGS;
+const char* kKernelCc = KILN_KERNEL_CC;
+const char* kKernelCxx = KILN_KERNEL_CXX;
+#else
+const char* kKernelCflags = "";
+const char* kKernelCc = "";
+const char* kKernelCxx = "";
+#endif
+std::string join_flags(std::string a, const std::string& b) {
+  return a.empty() || b.empty() ? a + b : a + " " + b;
+}
 }  // namespace
 
 Settings& settings() {
@@ -27,6 +41,9 @@ Settings& settings() {
     r.threads = env_int("KILN_THREADS", 0);
     r.cc = env_str("KILN_CC");
     r.cxx = env_str("KILN_CXX");
+    if (r.cc.empty()) r.cc = kKernelCc;
+    if (r.cxx.empty()) r.cxx = kKernelCxx;
+    r.cflags = join_flags(kKernelCflags, env_str("KILN_CFLAGS"));
     r.cache_dir = env_str("KILN_CACHE_DIR");
     r.profile = env_int("KILN_PROFILE", 0) != 0;
     r.tf32 = env_int("KILN_TF32", 0) != 0;

@@ -29,6 +29,7 @@ class Pool {
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
   void run(int chunks, const std::function<void(int)>& job) {
+    std::lock_guard<std::mutex> one_job(run_mu_);  // callers on other threads wait their turn
     std::unique_lock<std::mutex> l(mu_);
     job_ = &job;
     chunks_ = chunks;
@@ -72,7 +73,7 @@ class Pool {
   }
 
   std::vector<std::thread> workers_;
-  std::mutex mu_;
+  std::mutex run_mu_, mu_;
   std::condition_variable cv_, done_cv_;
   const std::function<void(int)>* job_ = nullptr;
   int chunks_ = 0, next_ = 0, pending_ = 0;

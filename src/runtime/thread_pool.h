@@ -10,6 +10,7 @@ int num_threads();
 // many chunks at once.
 int pool_threads();
 // Runs fn(start, end) over [0, n) in up to num_threads() contiguous chunks; returns when all finish.
+// Calls from several threads take turns; fn must not call parallel_for.
 void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
 }  // namespace kiln::runtime

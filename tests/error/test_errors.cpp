@@ -61,6 +61,22 @@ TEST(Errors, UnsupportedDtypes) {
   expect_error([] { tensor(std::vector<float>{1, 2, 3}, {2, 2}); }, {"tensor", "3 values", "(2, 2)"});
 }
 
+TEST(Errors, ShapesWithMoreElementsThanInt64CanCount) {
+  const int64_t big = int64_t{1} << 32;
+  const std::string shape = "(4294967296, 4294967296)";
+  expect_error([&] { zeros({big, big}); }, {"kiln.full:", shape, "int64"});
+  expect_error([&] { rand({big, big}); }, {"kiln.rand:", shape, "int64"});
+  expect_error([&] { ones({1, 1}).expand({big, big}); }, {"kiln.expand:", shape, "int64"});
+  expect_error([&] { ones({1}).reshape({big, big, 0}); }, {"kiln.reshape:", "int64"});
+  expect_error([&] { tensor(std::vector<float>{1}, {big, big}); }, {"kiln.tensor:", shape, "int64"});
+  expect_error([&] { from_buffer(nullptr, {big, big}, DType::F32); }, {"kiln.tensor:", shape, "int64"});
+  expect_error(
+      [&] {
+        data::HostTensor{DType::F32, {big, big}, {}}.to_tensor();
+      },
+      {"data::HostTensor", shape, "int64"});
+}
+
 TEST(Errors, NoCompilerFound) {
   SettingsGuard g;
   settings().cc = "/nonexistent/kiln-cc";

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "frontend/op_check.h"
 
@@ -308,6 +309,19 @@ TEST(ReduceMore, Errors) {
   expect_error([&] { zeros({2, 3}).cumsum(5); }, {"kiln.cumsum:", "dim 5"});
   expect_error([&] { zeros({2, 3}).var({0, -2}); }, {"kiln.var:", "more than once"});
   expect_error([&] { zeros({2, 3}).logsumexp({3}); }, {"kiln.logsumexp:", "dim 3"});
+}
+
+// Integer max/min start from the dtype's extreme value (the accumulator's identity), so a line of
+// nothing but that value reduces to it exactly, in every integer width.
+TEST(ReduceMore, IntegerMaxMinOfTheDtypesExtremes) {
+  constexpr int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  Tensor x = tensor(std::vector<int64_t>{lo, lo, lo + 1, lo, hi, hi}, {3, 2});
+  EXPECT_EQ(x.max(1).to_vector<int64_t>(), (std::vector<int64_t>{lo, lo + 1, hi}));
+  EXPECT_EQ(x.min(1).to_vector<int64_t>(), (std::vector<int64_t>{lo, lo, hi}));
+  constexpr int32_t lo32 = std::numeric_limits<int32_t>::min();
+  Tensor y = tensor(std::vector<int32_t>{lo32, lo32, lo32, 5}, {2, 2});
+  EXPECT_EQ(y.max(1).to_vector<int32_t>(), (std::vector<int32_t>{lo32, 5}));
+  EXPECT_EQ(tensor(std::vector<int8_t>{-128, -128}).max().to_vector<int8_t>(), (std::vector<int8_t>{-128}));
 }
 
 }  // namespace

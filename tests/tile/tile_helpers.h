@@ -28,16 +28,6 @@ inline void expect_near_all(const Tensor& t, const std::vector<float>& want, dou
     }
 }
 
-// The kiln::Error message fn throws ("" when it throws nothing).
-inline std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // 1-based line of the first line of `src` containing `marker`.
 inline int line_of(const std::string& src, const std::string& marker) {
   size_t pos = src.find(marker);

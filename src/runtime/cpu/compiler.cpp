@@ -68,7 +68,7 @@ std::string find_cxx_compiler() {
 
 namespace {
 struct Chosen {
-  std::string cc, id, flags;
+  std::string key, cc, id, flags;
 };
 // The compiler's identity and checked flags, found once per compiler path (KILN_CC may change).
 const Chosen& chosen(Language lang) {
@@ -77,7 +77,8 @@ const Chosen& chosen(Language lang) {
   std::lock_guard<std::mutex> l(mu);
   Chosen& c = cached[static_cast<int>(lang)];
   std::string cc = find_compiler(lang);
-  if (cc != c.cc) {
+  const std::string& extra = settings().cflags;  // KILN_CFLAGS (a sanitized build's), last
+  if (cc + "\n" + extra != c.key) {
     std::string version;
     run_command(shell_quote(cc) + " --version", version);
     struct stat st {};
@@ -86,8 +87,9 @@ const Chosen& chosen(Language lang) {
                            std::to_string(static_cast<long long>(st.st_mtime));
     CompilerFamily family = compiler_family(version);
     std::string flags = base_flags(lang, family) + " " +
-                        checked_opt_flags(cc, identity, lang, family, settings().cache_dir) + " -shared -w";
-    c = {cc, cc + "\n" + version.substr(0, version.find('\n')) + "\n" + flags, flags};
+                        checked_opt_flags(cc, identity, lang, family, settings().cache_dir) + " -shared -w" +
+                        (extra.empty() ? "" : " " + extra);
+    c = {cc + "\n" + extra, cc, cc + "\n" + version.substr(0, version.find('\n')) + "\n" + flags, flags};
   }
   return c;
 }
