@@ -89,6 +89,37 @@ NOINLINE void pad_flip(uint16_t* KR out, const uint16_t* KR in, int64_t n, int64
     out[g] = ok ? in[n + 1 - g] : (uint16_t)0x3f80u;
   }
 }
+/* cat of a (7, 3) and a (4, 3) tensor along rows, then |x| as max(x, -x): an outer loop that
+   selects between two masked reads around an inner loop of 3 */
+NOINLINE void cat_abs(float* KR out, const float* KR b, const float* KR a, int64_t start, int64_t end) {
+  for (int64_t g = start; g < end; g++) {
+    int64_t base = g * 3LL;
+    int lo = g < 7LL, hi = lo ^ 1, sel = hi ? 1 : 0;
+    for (int64_t j = 0; j < 3; j++) {
+      int64_t k = base + j;
+      float x = (hi ? b[k + -21LL] : 0);
+      float xs = hi ? x : 0.0f;
+      float y = (lo ? a[k] : 0);
+      float ys = lo ? y : 0.0f;
+      float v = sel ? xs : ys;
+      float m = v * -1.0f;
+      out[k] = (((v != v) | (v > m)) ? v : m);
+    }
+  }
+}
+/* the same with the split and the row length known at run time */
+NOINLINE void cat_abs_n(float* KR out, const float* KR b, const float* KR a, int64_t rows, int64_t cols,
+                        int64_t start, int64_t end) {
+  for (int64_t g = start; g < end; g++) {
+    int lo = g < rows, hi = lo ^ 1;
+    for (int64_t j = 0; j < cols; j++) {
+      int64_t k = g * cols + j;
+      float v = hi ? b[k - rows * cols] : (lo ? a[k] : 0.0f);
+      float m = v * -1.0f;
+      out[k] = (((v != v) | (v > m)) ? v : m);
+    }
+  }
+}
 /* x*x - y, which differs when contracted into one fused multiply-add */
 NOINLINE void mul_sub(float* KR out, const float* KR x, const float* KR y, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = x[i] * x[i] - y[i];
@@ -120,6 +151,23 @@ int main(void) {
     pad_flip(ho, h, n, 0, n + 4);
     for (int64_t g = 0; g < n + 4; g++)
       if (ho[g] != (g >= 2 && g < n + 2 ? h[n + 1 - g] : 0x3f80)) bad |= 8;
+  }
+  {
+    float a[64], b[64], o[128];
+    for (int i = 0; i < 64; i++) a[i] = (float)(i % 2 ? i : -i), b[i] = (float)(i % 3 ? 100 + i : -100 - i);
+    cat_abs(o, b, a, 0, 11);
+    for (int k = 0; k < 33; k++)
+      if (o[k] != (k < 21 ? (float)k : (float)(100 + k - 21))) bad |= 32;
+    for (int64_t rows = 1; rows <= 8; rows++)
+      for (int64_t cols = 1; cols <= 5; cols++) {
+        int64_t n = (rows + 3) * cols;
+        if (n > 128 || rows * cols > 64 || n - rows * cols > 64) continue;
+        cat_abs_n(o, b, a, rows, cols, 0, rows + 3);
+        for (int64_t k = 0; k < n; k++) {
+          float want = k < rows * cols ? a[k] : b[k - rows * cols];
+          if (o[k] != (want < 0 ? -want : want)) bad |= 32;
+        }
+      }
   }
   float x[32], y[32], d[32];
   volatile float one = 1.0f;
