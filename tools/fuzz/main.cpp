@@ -35,18 +35,25 @@ struct Options {
   double timeout_s = 60;
   bool verbose = false;
   int64_t per_process = 0;  // graphs a child runs (0: 1 on the CPU, 25 on the GPU)
+  double time_limit_s = 0;  // start no graph after this many seconds (0: no limit)
 };
+
+// SIGINT/SIGTERM or the time limit: start no more graphs, finish those running, print the tally.
+volatile std::sig_atomic_t g_stop = 0;
+void request_stop(int) { g_stop = 1; }
 
 const char* kUsage =
     "usage: kiln_fuzz [--seed S] [--count N] [--grad-fraction F] [--jobs J] [--device cpu|cuda]\n"
     "                 [--timeout SECONDS] [--selftest] [--print SEED] [--verbose] [--per-process K]\n"
+    "                 [--time-limit SECONDS]\n"
     "Generates N random op graphs (graph i from seed S+i), runs each in its own process and compares\n"
     "kiln's results and gradients with the float64 reference interpreter. Prints each finding with its\n"
     "seed and a standalone C++ repro; exits 1 if there is any. --print SEED writes the repro of one\n"
     "seed (give the same --grad-fraction). --selftest corrupts some graphs' results on purpose and\n"
     "passes only if exactly those are reported. --per-process K runs K graphs in each child (default\n"
     "1; 25 with --device cuda, where a process's start is costly); the graphs of a child that crashes\n"
-    "or hangs run again one per process, to find the one that did.\n";
+    "or hangs run again one per process, to find the one that did. --time-limit (or SIGINT/SIGTERM)\n"
+    "starts no more graphs after that time, lets the running ones finish and prints the tally.\n";
 
 bool parse(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; i++) {
@@ -73,6 +80,8 @@ bool parse(int argc, char** argv, Options& o) {
       o.print = std::stoull(value());
     else if (a == "--verbose")
       o.verbose = true;
+    else if (a == "--time-limit")
+      o.time_limit_s = std::stod(value());
     else if (a == "--per-process")
       o.per_process = std::max<int64_t>(1, std::stoll(value()));
     else
@@ -142,8 +151,13 @@ template <class Make, class Done>
 void run_all(const Options& o, uint64_t first, int64_t count, int64_t per, Make make, Done done) {
   std::vector<Child> running;
   int64_t next = 0;
-  while (next < count || !running.empty()) {
-    while (static_cast<int>(running.size()) < o.jobs && next < count) {
+  auto t0 = Clock::now();
+  auto stopping = [&] {
+    return g_stop ||
+           (o.time_limit_s > 0 && std::chrono::duration<double>(Clock::now() - t0).count() > o.time_limit_s);
+  };
+  while ((next < count && !stopping()) || !running.empty()) {
+    while (static_cast<int>(running.size()) < o.jobs && next < count && !stopping()) {
       int64_t n = std::min(per, count - next);
       running.push_back(make(first + static_cast<uint64_t>(next), n));
       next += n;
@@ -325,5 +339,7 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
   return fuzz(o);
 }
