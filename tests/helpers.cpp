@@ -1,5 +1,7 @@
 #include "helpers.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -243,6 +245,19 @@ Tensor gpt_attention(const Tensor& qkv, int64_t heads) {
   Tensor att = (head(0).matmul(head(1).transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D))))
                    .masked_fill(i.unsqueeze(1) < i.unsqueeze(0), -INFINITY);
   return att.softmax(-1).matmul(head(2)).transpose(1, 2).reshape({B, T, C});
+}
+
+TempCache::TempCache(const std::string& name) {
+  dir = std::filesystem::temp_directory_path() / (name + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  settings().cache_dir = dir.string();
+  clear_memory_cache();
+}
+
+TempCache::~TempCache() {
+  settings() = saved;
+  clear_memory_cache();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace kiln::testing

@@ -4,6 +4,7 @@
 #include <kiln/kiln.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -42,6 +43,15 @@ std::string error_of(const std::function<void()>& f);
 
 // Compares the values of t (realizing it) to `want`, with the same rules.
 bool expect_values(const Tensor& t, const std::vector<double>& want, double rtol = 0, double atol = 0);
+
+// A fresh, empty KILN_CACHE_DIR (temp dir / name + pid, not created) for one test, with the
+// memory cache cleared; the settings are restored and the folder removed when it goes.
+struct TempCache {
+  Settings saved = settings();
+  std::filesystem::path dir;
+  explicit TempCache(const std::string& name);
+  ~TempCache();
+};
 
 // A fixture for tests that need a GPU: skipped, with the reason, where no CUDA GPU is usable.
 class GpuTest : public ::testing::Test {

@@ -7,24 +7,12 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "helpers.h"
+
 using namespace kiln;
+using kiln::testing::TempCache;
 
 namespace {
-struct TempCache {
-  Settings saved = settings();
-  std::filesystem::path dir;
-  explicit TempCache(const std::string& name) {
-    dir = std::filesystem::temp_directory_path() / (name + std::to_string(getpid()));
-    std::filesystem::remove_all(dir);
-    settings().cache_dir = dir.string();
-    clear_memory_cache();
-  }
-  ~TempCache() {
-    settings() = saved;
-    clear_memory_cache();
-    std::filesystem::remove_all(dir);
-  }
-};
 
 std::string run(const std::string& cmd) {
   std::string out;

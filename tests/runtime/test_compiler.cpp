@@ -14,31 +14,18 @@
 using namespace kiln;
 using kiln::testing::error_of;
 using kiln::testing::expect_values;
+using kiln::testing::TempCache;
 
 namespace {
-struct TempCache {
-  Settings saved = settings();
-  std::filesystem::path dir;
-  explicit TempCache(const std::string& name) {
-    dir = std::filesystem::temp_directory_path() / (name + std::to_string(getpid()));
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    settings().cache_dir = dir.string();
-    clear_memory_cache();
-  }
-  ~TempCache() {
-    settings() = saved;
-    clear_memory_cache();
-    std::filesystem::remove_all(dir);
-  }
-  // A compiler that runs the system's cc with `extra` flags after kiln's (the last one wins).
-  std::string wrapper(const std::string& name, const std::string& extra) const {
-    std::string path = (dir / name).string();
-    std::ofstream(path) << "#!/bin/sh\nexec cc \"$@\" " << extra << "\n";
-    chmod(path.c_str(), 0755);
-    return path;
-  }
-};
+// A compiler that runs the system's cc with `extra` flags after kiln's (the last one wins), in the
+// test's cache folder.
+std::string wrapper(const TempCache& c, const std::string& name, const std::string& extra) {
+  std::filesystem::create_directories(c.dir);
+  std::string path = (c.dir / name).string();
+  std::ofstream(path) << "#!/bin/sh\nexec cc \"$@\" " << extra << "\n";
+  chmod(path.c_str(), 0755);
+  return path;
+}
 
 bool on_path(const std::string& name) {
   return std::system(("command -v " + name + " >/dev/null").c_str()) == 0;
@@ -74,7 +61,7 @@ TEST(CompilerCheck, CatOfATensorWithItselfIsRight) {
 
 TEST(CompilerCheck, SelfTestResultIsKeptInTheCache) {
   TempCache c("kiln_cc_keep_");
-  settings().cc = c.wrapper("plain-cc", "");  // a compiler this process has not checked yet
+  settings().cc = wrapper(c, "plain-cc", "");  // a compiler this process has not checked yet
   EXPECT_TRUE(expect_values((tensor({1.f, 2.f}, {2}) * 3).sum(), {9}));
   int records = 0;
   for (auto& e : std::filesystem::directory_iterator(c.dir))
@@ -86,7 +73,7 @@ TEST(CompilerCheck, SelfTestResultIsKeptInTheCache) {
 // falls back to -O1, where its results are right.
 TEST(CompilerCheck, FallsBackToFlagsUnderWhichTheCanariesPass) {
   TempCache c("kiln_cc_fallback_");
-  settings().cc = c.wrapper("contracting-cc", "-ffp-contract=fast");
+  settings().cc = wrapper(c, "contracting-cc", "-ffp-contract=fast");
   std::string id = runtime::compiler_id();
   EXPECT_NE(id.find("-O1"), std::string::npos) << id;
   EXPECT_EQ(id.find("-O3"), std::string::npos) << id;
@@ -95,7 +82,7 @@ TEST(CompilerCheck, FallsBackToFlagsUnderWhichTheCanariesPass) {
 
 TEST(CompilerCheck, RefusesACompilerThatFailsAtEveryLevel) {
   TempCache c("kiln_cc_refuse_");
-  std::string cc = c.wrapper("broken-cc", "-O2 -ffp-contract=fast");
+  std::string cc = wrapper(c, "broken-cc", "-O2 -ffp-contract=fast");
   settings().cc = cc;
   std::string e = error_of([] { (tensor({1.f}, {1}) + 1).realize(); });
   EXPECT_NE(e.find("canary kernels wrong"), std::string::npos) << e;
