@@ -131,18 +131,22 @@ class Linearizer {
     std::vector<NodeRef> ranges(first->src.begin() + 1, first->src.end());
     std::set<int64_t> rids;
     for (auto& r : ranges) rids.insert(r->arg[0]);
+    // with lanes, the reduces that move with them keep one accumulator per lane and accumulate in
+    // the lane loop; one that does not move with them shares no loop with those (it would be read
+    // by lane, or added once per lane)
+    auto laned = [&](const NodeRef& red) {
+      return std::any_of(lanes_.begin(), lanes_.end(),
+                         [&](auto& l) { return deps_[red.get()].count(l->arg[0]) > 0; });
+    };
+    const bool lanes = laned(first);
     std::vector<NodeRef> group;
     for (auto& n : order_)
       if (n->op == Op::REDUCE && !memo_.count(n.get()) &&
           std::vector<NodeRef>(n->src.begin() + 1, n->src.end()) == ranges &&
           std::includes(deps_[first.get()].begin(), deps_[first.get()].end(), deps_[n.get()].begin(),
-                        deps_[n.get()].end()))
+                        deps_[n.get()].end()) &&
+          laned(n) == lanes)
         group.push_back(n);
-    // with lanes, the reduces that move with them keep one accumulator per lane
-    bool lanes = std::any_of(group.begin(), group.end(), [&](const NodeRef& red) {
-      return std::any_of(lanes_.begin(), lanes_.end(),
-                         [&](auto& l) { return deps_[red.get()].count(l->arg[0]) > 0; });
-    });
     std::set<int64_t> outside = rids;
     if (lanes)
       for (auto& l : lanes_) outside.insert(l->arg[0]);

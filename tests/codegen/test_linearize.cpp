@@ -16,3 +16,17 @@ TEST(Linearize, DeeplySharedChainsLinearizeQuickly) {
   for (int i = 0; i < 12; i++) t = t.tanh();
   EXPECT_TRUE(expect_matches_reference(t / t.sigmoid(), 1e-5, 1e-6));
 }
+
+// Reduces over one loop where some move with the upcast lanes and one does not (merged into one
+// loop nest): the one that does not keeps a plain accumulator (it was read by lane outside the lane
+// loop, which did not compile)
+TEST(Linearize, ReduceThatDoesNotMoveWithTheLanesKeepsItsOwnAccumulator) {
+  Tensor t0 = tensor({1.94415641f, -0.959059834f, 1.83765209f, 0.243291274f, -1.82262838f}, {5});
+  Tensor t2 = (t0 - 0.5) * (t0 - 0.5);
+  Tensor t3 = t2.max(std::vector<int64_t>{}, true);
+  Tensor t6 = cat({t2, t3}, 0);
+  Tensor t7 = cat({t6, t6}, 0);
+  EXPECT_TRUE(expect_matches_reference(t7 / (t3.abs() + 0.5), 1e-6, 1e-7));
+  Tensor s = random_tensor({5}, DType::F32, -1, 1, 3);
+  EXPECT_TRUE(expect_matches_reference(cat({s, s.sum({0}, true)}, 0) / (s.sum({0}, true) + 9.0), 1e-6, 1e-7));
+}
