@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -63,6 +64,9 @@ size_t rounded(size_t bytes) { return bytes < 64 ? 64 : (bytes + 63) / 64 * 64; 
 Buffer::Buffer(DType dtype_, int64_t numel_, Device device_)
     : dtype(dtype_), numel(numel_), device(device_), id(next_buffer_id++) {
   if (numel < 0) throw Error("Buffer: negative size " + std::to_string(numel));
+  if (static_cast<uint64_t>(numel) > (SIZE_MAX - 63) / dtype_size(dtype))
+    throw Error("Buffer: " + std::to_string(numel) + " elements of " + to_string(dtype) +
+                " are more bytes than memory can address");
   size_t bytes = nbytes();
   if (device.is_cuda()) {
     data = reinterpret_cast<void*>(runtime::cuda::device_alloc(device.index, bytes));

@@ -152,3 +152,10 @@ TEST(Errors, OutOfRangeTokenIdsAndTargetsAreErrors) {
   EXPECT_TRUE(step.captured());
   expect_error([&] { step({tensor(std::vector<int64_t>{1, 6})}); }, {"embedding: an index is out of range"});
 }
+
+// More bytes than memory can address (2^62 f32 elements: 2^64 bytes) is an error, not an
+// allocation of the wrapped-around size
+TEST(Errors, BuffersLargerThanMemoryCanAddressAreErrors) {
+  expect_error([] { (zeros({int64_t{1} << 62}) + 1).realize(); },
+               {"elements of f32", "more bytes than memory"});
+}
