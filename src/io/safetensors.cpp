@@ -10,10 +10,10 @@
 #include <cstring>
 #include <vector>
 
-#include "io/atomic_file.h"
 #include "io/json.h"
 #include "ir/node.h"
 #include "kiln/io.h"
+#include "runtime/atomic_file.h"
 #include "runtime/buffer.h"
 
 namespace kiln::io {
@@ -224,7 +224,7 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
   for (int k = 0; k < 8; k++)
     len[k] = static_cast<unsigned char>(static_cast<uint64_t>(header.size()) >> (8 * k));
 
-  AtomicFile f(path);
+  runtime::AtomicFile f(path);
   f.write(len, 8);
   f.write(header.data(), header.size());
   std::vector<char> scratch;
