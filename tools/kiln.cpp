@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/cache_dir.h"
 #include "runtime/cpu/compiler.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/thread_pool.h"
@@ -90,7 +91,7 @@ int info() {
   } catch (const Error& e) {
     std::printf("C compiler: none found (%s)\n", e.what());
   }
-  const std::string& dir = settings().cache_dir;
+  const std::string dir = runtime::cache_dir();
   int64_t files = 0;
   uintmax_t bytes = 0;
   std::error_code ec;
