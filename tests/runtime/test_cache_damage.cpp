@@ -45,7 +45,7 @@ std::map<fs::path, std::string> entries(const fs::path& dir) {
   std::map<fs::path, std::string> out;
   for (auto& e : fs::directory_iterator(dir)) {
     std::string ext = e.path().extension().string();
-    if (e.is_regular_file() && (ext == ".so" || ext == ".idx" || ext == ".flags"))
+    if (e.is_regular_file() && (ext == ".so" || ext == ".idx" || ext == ".flags" || ext == ".cubin"))
       out[e.path()] = read_bytes(e.path());
   }
   return out;
@@ -97,7 +97,7 @@ int kernels_compiled(const std::string& out) {
 // Run in child processes by the tests below: a generated CPU kernel and a tile kernel, checked.
 TEST(ProgramCacheChild, RunsCpuAndTileKernels) {
   if (!std::getenv("KILN_CACHE_CHILD")) GTEST_SKIP() << "a child process of ProgramCacheDamage.*";
-  Tensor x = arange(0.0, 64.0).reshape({8, 8});
+  Tensor x = arange(0.0, 64.0).reshape({8, 8}).to(Device::cpu());  // on the CPU under KILN_DEVICE too
   std::vector<float> want(8);
   for (int r = 0; r < 8; r++) want[r] = 3 * (8 * r * 8 + 28) + 8;
   EXPECT_EQ((x * 3 + 1).sum(1).to_vector<float>(), want);
@@ -108,6 +108,10 @@ TEST(ProgramCacheChild, RunsCpuAndTileKernels) {
   std::vector<float> sum = a.to_vector<float>(), bv = b.to_vector<float>();
   for (size_t i = 0; i < sum.size(); i++) sum[i] += bv[i];
   kiln::testing::expect_near_all(p.result("y"), sum, 0, 1e-6);
+  if (cuda_available()) {  // CUDA kernels: cubins and their index files in the same cache
+    Tensor g = arange(0.0, 64.0).reshape({8, 8}).to(Device::cuda());
+    EXPECT_EQ((g * 3 + 1).sum(1).to_vector<float>(), want);
+  }
   std::printf("kernels compiled: %lld\n", static_cast<long long>(stats().kernels_compiled));
 }
 
@@ -139,6 +143,11 @@ TEST(ProgramCacheDamage, DamagedEntriesAreRebuiltNeverLoaded) {
   int so = 0;
   for (auto& [p, bytes] : good) so += p.extension() == ".so";
   ASSERT_GE(so, 2) << "a CPU kernel batch and a tile kernel";
+  if (cuda_available()) {
+    int cubins = 0;
+    for (auto& [p, bytes] : good) cubins += p.extension() == ".cubin";
+    EXPECT_GE(cubins, 1) << "the child ran a CUDA kernel";
+  }
   std::mt19937_64 rng(11);
   const std::vector<std::pair<std::string, std::function<std::string(std::string)>>> damages = {
       {"truncated to 4096 bytes",
