@@ -8,6 +8,7 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
+#include "runtime/atomic_file.h"
 #include "runtime/cache_entry.h"
 #include "runtime/file_util.h"
 #include "runtime/program_cache.h"
@@ -194,9 +195,10 @@ enum class Verdict { Right, Wrong, NoCompile };
 // Compiles the canaries with `flags` and runs them; `why` says what went wrong.
 Verdict try_flags(const std::string& cc, const std::string& flags, Language lang, const std::string& dir,
                   std::string& why) {
-  std::string stem = dir + "/canary_" + std::to_string(getpid()) + "_" + hash_hex(hash_string(flags));
-  std::string src = stem + (lang == Language::C ? ".c" : ".cpp"), exe = stem + ".bin";
-  write_file_atomic(src, canary_source());
+  // temporary names of this process: a killed check's files are swept like a killed compile's
+  std::string stem = dir + "/canary_" + hash_hex(hash_string(flags));
+  std::string src = temp_name(stem, lang == Language::C ? ".c" : ".cpp"), exe = temp_name(stem, ".bin");
+  write_file_atomic(src, canary_source(), /*clean_stale=*/false);
   std::string out;
   int rc =
       run_command(shell_quote(cc) + " " + flags + " -w -o " + shell_quote(exe) + " " + shell_quote(src), out);
