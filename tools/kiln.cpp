@@ -20,6 +20,7 @@
 
 #include "runtime/cache_dir.h"
 #include "runtime/cpu/compiler.h"
+#include "runtime/file_util.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/thread_pool.h"
 
@@ -114,11 +115,11 @@ int info() {
 
 // config.txt: one "name value" line per GPTConfig field.
 void save_config(const std::string& path, const nn::GPTConfig& c) {
-  std::ofstream f(path);
+  std::ostringstream f;
   f << "vocab_size " << c.vocab_size << "\nblock_size " << c.block_size << "\nn_layer " << c.n_layer
     << "\nn_head " << c.n_head << "\nn_embd " << c.n_embd << "\ndropout " << c.dropout << "\nbias "
     << (c.bias ? 1 : 0) << "\n";
-  if (!f) throw Error("kiln: cannot write " + path);
+  runtime::write_file_atomic(path, f.str());  // like the model and the vocabulary beside it
 }
 
 // The sane range of each config.txt field: a value outside it is a damaged or hand-edited file, and

@@ -2,8 +2,9 @@
 // checkpoints, llm.c token shards, MNIST idx images and labels, character tokenizers. A valid file of
 // each format is mutated deterministically (truncations at interesting offsets, bit flips, huge
 // counts and lengths in header fields and header numbers, random garbage, inserted and removed
-// bytes); each mutant must load or give a kiln::Error, never crash, hang or throw anything else.
-// KILN_FUZZ_FILES=N runs N mutants per format (default 300; `make fuzz-files` runs 10000).
+// bytes); each mutant must load what the file holds or give a kiln::Error, never crash, hang, load
+// something else (a wrapped number) or throw anything else.
+// KILN_FUZZ_FILES=N runs N mutants per format (default 500; `make fuzz-files` runs 10000).
 #include <cstdlib>
 #include <functional>
 #include <random>
@@ -21,12 +22,13 @@ struct Field {
 
 struct Format {
   std::string name;
-  std::string file;                              // a valid file
-  std::vector<Field> fields;                     // its binary header fields
-  size_t header_end;                             // where its header ends (0: none)
-  bool json_header;                              // safetensors: an 8-byte length then JSON
-  bool text;                                     // numbers in lines (the tokenizer)
-  std::function<void(const std::string&)> load;  // loads it and uses what it got
+  std::string file;           // a valid file
+  std::vector<Field> fields;  // its binary header fields
+  size_t header_end;          // where its header ends (0: none)
+  bool json_header;           // safetensors: an 8-byte length then JSON
+  bool text;                  // numbers in lines (the tokenizer)
+  // loads the file at a path and says how the result disagrees with the file's bytes ("" if not)
+  std::function<std::string(const std::string&, const std::string&)> load;
 };
 
 const uint64_t kHuge[] = {0,          1,          2,          255,        1023,       1024,
@@ -72,6 +74,43 @@ std::vector<std::pair<size_t, size_t>> digit_runs(const std::string& s, size_t f
     runs.push_back({b, i});
   }
   return runs;
+}
+
+// The little-endian number of `width` bytes at `at` (0 past the end).
+uint64_t le(const std::string& s, size_t at, size_t width) {
+  uint64_t v = 0;
+  for (size_t k = 0; k < width && at + k < s.size(); k++)
+    v |= static_cast<uint64_t>(static_cast<unsigned char>(s[at + k])) << (8 * k);
+  return v;
+}
+
+// Loaded safetensors tensors against the file: each shape's elements are its numel, and together
+// they fill the data section exactly.
+std::string tensors_match(const std::map<std::string, Tensor>& a, const std::map<std::string, Tensor>& b,
+                          const std::string& bytes) {
+  uint64_t total = 0;
+  for (const auto* ts : {&a, &b})
+    for (auto& [name, t] : *ts) {
+      int64_t n = 1;
+      for (int64_t d : t.shape())
+        if (__builtin_mul_overflow(n, d, &n)) return name + ": shape overflows";
+      if (n != t.numel()) return name + ": numel " + std::to_string(t.numel());
+      total += static_cast<uint64_t>(n) * static_cast<uint64_t>(dtype_size(t.dtype()));
+    }
+  return total + 8 + le(bytes, 0, 8) == bytes.size() ? "" : std::to_string(total) + " bytes of tensors";
+}
+
+// A loaded MNIST tensor against its idx file: dims as in the header, one byte of data per element.
+std::string idx_matches(const Tensor& t, size_t ndims, const std::string& bytes) {
+  if (t.shape().size() != ndims) return "rank " + std::to_string(t.shape().size());
+  for (size_t d = 0; d < ndims; d++) {
+    uint64_t want = 0;
+    for (size_t k = 0; k < 4; k++) want = want << 8 | static_cast<unsigned char>(bytes[4 + 4 * d + k]);
+    if (static_cast<uint64_t>(t.shape()[d]) != want) return "dim " + std::to_string(d);
+  }
+  return 4 + 4 * ndims + static_cast<uint64_t>(t.numel()) == bytes.size()
+             ? ""
+             : "numel " + std::to_string(t.numel());
 }
 
 // Mutant `i` of format `f`, and what was done to it (for the failure message).
@@ -162,14 +201,14 @@ class FileFuzz : public io_test::TempDirTest {
                           {"m", tensor(std::vector<float>{1, 0, 1}, {3}).to(DType::Bool)}},
                          {{"format", "pt"}, {"note", "x\"y"}});
     std::string st_bytes = io_test::read_bytes(st);
-    uint64_t n = 0;
-    for (int k = 0; k < 8; k++)
-      n |= static_cast<uint64_t>(static_cast<unsigned char>(st_bytes[k])) << (8 * k);
-    auto touch = [](const std::map<std::string, Tensor>& ts) {
-      for (auto& [name, t] : ts) (void)t.numel();
-    };
-    out.push_back({"safetensors", st_bytes, {}, 8 + n, true, false, [=](const std::string& p) {
-                     touch(io::load_safetensors(p).tensors);
+    out.push_back({"safetensors",
+                   st_bytes,
+                   {},
+                   8 + le(st_bytes, 0, 8),
+                   true,
+                   false,
+                   [](const std::string& p, const std::string& bytes) {
+                     return tensors_match(io::load_safetensors(p).tensors, {}, bytes);
                    }});
     // checkpoint
     std::string ck = path("seed.ckpt");
@@ -179,12 +218,15 @@ class FileFuzz : public io_test::TempDirTest {
     c.step = 42, c.rng_seed = 7, c.rng_offset = 1234, c.extra["epoch"] = "3";
     io::save_checkpoint(ck, c);
     std::string ck_bytes = io_test::read_bytes(ck);
-    n = 0;
-    for (int k = 0; k < 8; k++)
-      n |= static_cast<uint64_t>(static_cast<unsigned char>(ck_bytes[k])) << (8 * k);
-    out.push_back({"checkpoint", ck_bytes, {}, 8 + n, true, false, [=](const std::string& p) {
+    out.push_back({"checkpoint",
+                   ck_bytes,
+                   {},
+                   8 + le(ck_bytes, 0, 8),
+                   true,
+                   false,
+                   [](const std::string& p, const std::string& bytes) {
                      io::Checkpoint got = io::load_checkpoint(p);
-                     touch(got.model), touch(got.optimizer);
+                     return tensors_match(got.model, got.optimizer, bytes);
                    }});
     // llm.c token shard
     std::vector<uint16_t> toks;
@@ -196,9 +238,13 @@ class FileFuzz : public io_test::TempDirTest {
                    1024,
                    false,
                    false,
-                   [](const std::string& p) {
-                     (void)data::read_llmc_tokens(p, 50257);
-                     (void)data::load_llmc_tokens(p, DType::I32).numel();
+                   [](const std::string& p, const std::string& bytes) -> std::string {
+                     std::vector<uint16_t> t = data::read_llmc_tokens(p, 50257);
+                     if (1024 + 2 * t.size() != bytes.size()) return std::to_string(t.size()) + " tokens";
+                     for (size_t k = 0; k < t.size(); k++)
+                       if (t[k] != le(bytes, 1024 + 2 * k, 2) || t[k] >= 50257)
+                         return "token " + std::to_string(k) + " is " + std::to_string(t[k]);
+                     return "";
                    }});
     // MNIST idx: images (3 of 2x4) and labels
     std::string img = std::string("\0\0\x08\x03", 4) + std::string("\0\0\0\x03\0\0\0\x02\0\0\0\x04", 12);
@@ -209,31 +255,54 @@ class FileFuzz : public io_test::TempDirTest {
                    16,
                    false,
                    false,
-                   [](const std::string& p) { (void)data::load_mnist_images(p).numel(); }});
+                   [](const std::string& p, const std::string& bytes) {
+                     return idx_matches(data::load_mnist_images(p), 3, bytes);
+                   }});
     std::string lbl = std::string("\0\0\x08\x01\0\0\0\x05", 8) + std::string("\x07\x00\x09\x01\x02", 5);
-    out.push_back(
-        {"mnist-labels", lbl, {{0, 4, true}, {4, 4, true}}, 8, false, false, [](const std::string& p) {
-           (void)data::load_mnist_labels(p).numel();
-         }});
+    out.push_back({"mnist-labels",
+                   lbl,
+                   {{0, 4, true}, {4, 4, true}},
+                   8,
+                   false,
+                   false,
+                   [](const std::string& p, const std::string& bytes) {
+                     return idx_matches(data::load_mnist_labels(p), 1, bytes);
+                   }});
     // character tokenizer
     data::CharTokenizer::from_text("hello, wörld ✓\n").save(path("seed.vocab"));
-    out.push_back(
-        {"tokenizer", io_test::read_bytes(path("seed.vocab")), {}, 0, false, true, [](const std::string& p) {
-           data::CharTokenizer t = data::CharTokenizer::load(p);
-           std::vector<int64_t> ids(static_cast<size_t>(t.vocab_size()));
-           for (size_t k = 0; k < ids.size(); k++) ids[k] = static_cast<int64_t>(k);
-           EXPECT_EQ(t.encode(t.decode(ids)), ids);
-         }});
+    out.push_back({"tokenizer",
+                   io_test::read_bytes(path("seed.vocab")),
+                   {},
+                   0,
+                   false,
+                   true,
+                   [](const std::string& p, const std::string& bytes) -> std::string {
+                     data::CharTokenizer t = data::CharTokenizer::load(p);
+                     std::vector<int64_t> ids(static_cast<size_t>(t.vocab_size()));
+                     for (size_t k = 0; k < ids.size(); k++) ids[k] = static_cast<int64_t>(k);
+                     if (t.encode(t.decode(ids)) != ids) return "the vocabulary does not round-trip";
+                     // every number as written (leading zeros aside), never wrapped
+                     std::vector<std::string> lines = {""};
+                     for (char ch : bytes) ch == '\n' ? lines.push_back("") : lines.back().push_back(ch);
+                     auto same = [](std::string line, uint64_t v) {
+                       line.erase(0, std::min(line.find_first_not_of('0'), line.size() - 1));
+                       return line == std::to_string(v);
+                     };
+                     if (!same(lines.at(1), t.vocab().size())) return "vocabulary size " + lines[1];
+                     for (size_t k = 0; k < t.vocab().size(); k++)
+                       if (!same(lines.at(k + 2), t.vocab()[k])) return "entry " + lines[k + 2];
+                     return "";
+                   }});
     return out;
   }
 };
 
 TEST_F(FileFuzz, MutatedFilesLoadOrGiveAKilnError) {
   const char* env = std::getenv("KILN_FUZZ_FILES");
-  const uint64_t count = env && *env ? std::strtoull(env, nullptr, 10) : 300;
+  const uint64_t count = env && *env ? std::strtoull(env, nullptr, 10) : 500;
   for (const Format& f : formats()) {
     io_test::write_bytes(path("seed"), f.file);
-    f.load(path("seed"));  // the unmutated file loads (else every mutant would be an error anyway)
+    EXPECT_EQ(f.load(path("seed"), f.file), "");  // the unmutated file loads, and agrees with itself
     uint64_t loaded = 0, errors = 0, failures = 0;
     for (uint64_t i = 0; i < count && failures < 10; i++) {
       auto [bytes, what] = mutate(f, i);
@@ -241,7 +310,8 @@ TEST_F(FileFuzz, MutatedFilesLoadOrGiveAKilnError) {
       io_test::write_bytes(p, bytes);
       std::string problem;
       try {
-        f.load(p);
+        if (std::string wrong = f.load(p, bytes); !wrong.empty())
+          problem = "loaded, but not what the file holds: " + wrong;
         loaded++;
       } catch (const Error&) {
         errors++;
