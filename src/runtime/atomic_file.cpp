@@ -102,6 +102,8 @@ AtomicFile::AtomicFile(const std::string& path, bool clean_stale) : path_(path) 
   struct stat old;
   bool exists = ::stat(target_.c_str(), &old) == 0;
   if (exists && S_ISDIR(old.st_mode)) throw Error("kiln: cannot write " + path + ": it is a directory");
+  if (exists && !S_ISREG(old.st_mode))  // renaming over a device or a pipe would replace the node itself
+    throw Error("kiln: cannot write " + path + ": it is not a regular file");
   if (clean_stale) remove_stale_temps(dir_of(target_), std::filesystem::path(target_).filename().string());
   for (int attempt = 0; attempt < 100; attempt++) {
     tmp_ = temp_name(target_);
@@ -114,7 +116,7 @@ AtomicFile::AtomicFile(const std::string& path, bool clean_stale) : path_(path) 
     tmp_.clear();
     fail("cannot create a temporary file in " + dir_of(target_), err);
   }
-  if (exists && S_ISREG(old.st_mode)) {  // the replacement looks like what it replaces
+  if (exists) {  // the replacement looks like what it replaces
     if (old.st_uid != ::geteuid() || old.st_gid != ::getegid())
       (void)::fchown(fd_, old.st_uid, old.st_gid);  // best effort: only root may give files away
     if (::fchmod(fd_, old.st_mode & 07777) != 0)

@@ -11,8 +11,9 @@ class AtomicFile {
  public:
   // Creates the temporary file; throws kiln::Error (naming `path`) if it cannot. A symlink at `path`
   // is followed: its final target is replaced (in the target's directory), the link stays. An
-  // existing target keeps its permission bits (and owner, where we may set it). Stale temporary
-  // files of the same target (see remove_stale_temps) are removed first when `clean_stale`.
+  // existing target keeps its permission bits (and owner, where we may set it); one that is not a
+  // regular file (a directory, a device) is an error. Stale temporary files of the same target (see
+  // remove_stale_temps) are removed first when `clean_stale`.
   explicit AtomicFile(const std::string& path, bool clean_stale = true);
   ~AtomicFile();  // not committed: the temporary file is removed
   AtomicFile(const AtomicFile&) = delete;

@@ -109,6 +109,7 @@ std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels) {
   std::vector<KernelFn> fns(kernels.size());
   std::vector<std::string> keys(kernels.size());
   std::vector<size_t> missing;
+  std::unordered_map<std::string, bool> unusable;  // shared objects found damaged: checked once
   for (size_t i = 0; i < kernels.size(); i++) {
     keys[i] = hash_hex(hash_string(kernels[i].source, hash_string(id)));
     if (auto it = c.fns.find(keys[i]); it != c.fns.end()) {
@@ -116,8 +117,10 @@ std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels) {
       stats().memory_cache_hits++;
       continue;
     }
-    if (auto so = read_entry(dir + "/k_" + keys[i] + ".idx"); so && valid_so_name(*so)) {
-      if ((fns[i] = find_symbol(open_library(dir + "/" + *so), kernels[i].symbol))) {
+    if (auto so = read_entry(dir + "/k_" + keys[i] + ".idx"); so && valid_so_name(*so) && !unusable[*so]) {
+      auto lib = open_library(dir + "/" + *so);
+      unusable[*so] = !lib;
+      if ((fns[i] = find_symbol(lib, kernels[i].symbol))) {
         c.fns[keys[i]] = fns[i];
         stats().disk_cache_hits++;
         continue;

@@ -42,8 +42,12 @@ TEST_F(AtomicFileTest, SavingThroughASymlinkReplacesTheTargetAndKeepsTheLink) {
   fs::create_symlink(path("loop_a"), path("loop_b"));
   EXPECT_NE(testing::error_of([&] { save(path("loop_a")); }).find("too many levels of symbolic links"),
             std::string::npos);
-  // a directory is no file to replace
+  // a directory is no file to replace, nor is a device (renaming over /dev/null would replace it)
   EXPECT_NE(testing::error_of([&] { save(path("real")); }).find("it is a directory"), std::string::npos);
+  fs::create_symlink("/dev/null", path("null"));
+  EXPECT_NE(testing::error_of([&] { save(path("null")); }).find("it is not a regular file"),
+            std::string::npos);
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
 }
 
 TEST_F(AtomicFileTest, ReplacedFileKeepsItsPermissionsAndOwner) {
