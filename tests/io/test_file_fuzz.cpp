@@ -5,6 +5,7 @@
 // bytes); each mutant must load what the file holds or give a kiln::Error, never crash, hang, load
 // something else (a wrapped number) or throw anything else.
 // KILN_FUZZ_FILES=N runs N mutants per format (default 500; `make fuzz-files` runs 10000).
+#include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <random>
@@ -304,6 +305,7 @@ TEST_F(FileFuzz, MutatedFilesLoadOrGiveAKilnError) {
     io_test::write_bytes(path("seed"), f.file);
     EXPECT_EQ(f.load(path("seed"), f.file), "");  // the unmutated file loads, and agrees with itself
     uint64_t loaded = 0, errors = 0, failures = 0;
+    auto start = std::chrono::steady_clock::now();
     for (uint64_t i = 0; i < count && failures < 10; i++) {
       auto [bytes, what] = mutate(f, i);
       std::string p = path("mutant");
@@ -326,9 +328,10 @@ TEST_F(FileFuzz, MutatedFilesLoadOrGiveAKilnError) {
         ADD_FAILURE() << f.name << " mutant " << i << " (" << what << "): " << problem;
       }
     }
-    std::printf("%s: %llu mutants, %llu loaded, %llu kiln::Error\n", f.name.c_str(),
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("%s: %llu mutants, %llu loaded, %llu kiln::Error (%.2f s)\n", f.name.c_str(),
                 static_cast<unsigned long long>(count), static_cast<unsigned long long>(loaded),
-                static_cast<unsigned long long>(errors));
+                static_cast<unsigned long long>(errors), seconds);
     EXPECT_GT(errors, 0u) << f.name << ": mutants that break the format must be rejected";
   }
 }
