@@ -20,8 +20,8 @@
 
 #include "runtime/cache_dir.h"
 #include "runtime/cpu/compiler.h"
-#include "runtime/file_util.h"
 #include "runtime/cuda/driver.h"
+#include "runtime/file_util.h"
 #include "runtime/thread_pool.h"
 
 #ifndef KILN_VERSION
