@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all build demo test sanitize sanitize-thread bench fuzz format check-deps clean
+.PHONY: all build demo test sanitize sanitize-thread bench fuzz fuzz-files format check-deps clean
 
 all: build
 
@@ -47,6 +47,12 @@ FUZZ_COUNT ?= 100000
 fuzz: check-deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS) --target kiln_fuzz
 	$(BUILD)/tools/kiln_fuzz --seed $(FUZZ_SEED) --count $(FUZZ_COUNT) --jobs $(JOBS)
+
+# file-format fuzzing (tests/io/test_file_fuzz.cpp): FUZZ_FILES mutants of each file format
+FUZZ_FILES ?= 10000
+fuzz-files: check-deps $(BUILD)/Makefile
+	cmake --build $(BUILD) -j $(JOBS) --target kiln_tests
+	KILN_FUZZ_FILES=$(FUZZ_FILES) $(BUILD)/tests/kiln_tests --gtest_filter='FileFuzz.*'
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

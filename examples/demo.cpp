@@ -126,6 +126,7 @@ struct TextData {
   std::vector<int64_t> ids;
 };
 TextData read_text(const std::string& path) {
+  if (std::filesystem::is_directory(path)) throw Error("demo: " + path + " is a directory, not a file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error("demo: cannot read " + path);
   std::stringstream ss;

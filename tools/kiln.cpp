@@ -2,9 +2,11 @@
 // GPT on a text file, saved to a directory) and `kiln sample` (text from such a directory).
 #include <kiln/kiln.h>
 #include <kiln/nn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -16,8 +18,10 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/cache_dir.h"
 #include "runtime/cpu/compiler.h"
 #include "runtime/cuda/driver.h"
+#include "runtime/file_util.h"
 #include "runtime/thread_pool.h"
 
 #ifndef KILN_VERSION
@@ -70,6 +74,7 @@ T number(const std::map<std::string, std::string>& o, const std::string& key, T 
 }
 
 std::string read_file(const std::string& path) {
+  if (fs::is_directory(path)) throw Error("kiln: " + path + " is a directory, not a file");
   if (!fs::is_regular_file(path)) throw Error("kiln: no such file: " + path);
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error("kiln: cannot read " + path);
@@ -90,7 +95,7 @@ int info() {
   } catch (const Error& e) {
     std::printf("C compiler: none found (%s)\n", e.what());
   }
-  const std::string& dir = settings().cache_dir;
+  const std::string dir = runtime::cache_dir();
   int64_t files = 0;
   uintmax_t bytes = 0;
   std::error_code ec;
@@ -110,40 +115,71 @@ int info() {
 
 // config.txt: one "name value" line per GPTConfig field.
 void save_config(const std::string& path, const nn::GPTConfig& c) {
-  std::ofstream f(path);
+  std::ostringstream f;
   f << "vocab_size " << c.vocab_size << "\nblock_size " << c.block_size << "\nn_layer " << c.n_layer
     << "\nn_head " << c.n_head << "\nn_embd " << c.n_embd << "\ndropout " << c.dropout << "\nbias "
     << (c.bias ? 1 : 0) << "\n";
-  if (!f) throw Error("kiln: cannot write " + path);
+  runtime::write_file_atomic(path, f.str());  // like the model and the vocabulary beside it
+}
+
+// The sane range of each config.txt field: a value outside it is a damaged or hand-edited file, and
+// building the model first would allocate without bound (n_layer 100000).
+struct Field {
+  const char* key;
+  double lo, hi;
+  bool integer;
+};
+constexpr Field kFields[] = {{"vocab_size", 1, 1 << 24, true},
+                             {"block_size", 1, 1 << 20, true},
+                             {"n_layer", 1, 1024, true},
+                             {"n_head", 1, 1024, true},
+                             {"n_embd", 1, 1 << 16, true},
+                             {"dropout", 0, 0.999, false},
+                             {"bias", 0, 1, true}};
+
+std::string number_text(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
 }
 
 nn::GPTConfig load_config(const std::string& path) {
   std::istringstream in(read_file(path));
-  nn::GPTConfig c;
+  std::map<std::string, double> got;
   std::string key;
   double v;
-  int seen = 0;
   while (in >> key >> v) {
-    seen++;
-    if (key == "vocab_size")
-      c.vocab_size = static_cast<int64_t>(v);
-    else if (key == "block_size")
-      c.block_size = static_cast<int64_t>(v);
-    else if (key == "n_layer")
-      c.n_layer = static_cast<int64_t>(v);
-    else if (key == "n_head")
-      c.n_head = static_cast<int64_t>(v);
-    else if (key == "n_embd")
-      c.n_embd = static_cast<int64_t>(v);
-    else if (key == "dropout")
-      c.dropout = v;
-    else if (key == "bias")
-      c.bias = v != 0;
-    else
-      throw Error("kiln: " + path + ": unknown field '" + key + "'");
+    auto f =
+        std::find_if(std::begin(kFields), std::end(kFields), [&](const Field& f) { return key == f.key; });
+    if (f == std::end(kFields)) throw Error("kiln: " + path + ": unknown field '" + key + "'");
+    if (got.count(key)) throw Error("kiln: " + path + ": field '" + key + "' appears twice");
+    if (!(v >= f->lo && v <= f->hi) || (f->integer && v != std::floor(v)))
+      throw Error("kiln: " + path + ": " + key + " " + number_text(v) +
+                  " is out of range: " + (f->integer ? "an integer " : "") + "in [" + number_text(f->lo) +
+                  ", " + number_text(f->hi) + "]");
+    got[key] = v;
   }
-  if (!in.eof() || seen == 0)
+  if (!in.eof() || got.empty())
     throw Error("kiln: " + path + " is not a kiln config (expected 'name value' lines)");
+  nn::GPTConfig c;
+  auto i = [&](const char* k, int64_t& field) {
+    if (got.count(k)) field = static_cast<int64_t>(got[k]);
+  };
+  i("vocab_size", c.vocab_size), i("block_size", c.block_size), i("n_layer", c.n_layer);
+  i("n_head", c.n_head), i("n_embd", c.n_embd);
+  if (got.count("dropout")) c.dropout = got["dropout"];
+  if (got.count("bias")) c.bias = got["bias"] != 0;
+  if (c.n_embd % c.n_head != 0)
+    throw Error("kiln: " + path + ": n_embd " + std::to_string(c.n_embd) + " is not a multiple of n_head " +
+                std::to_string(c.n_head));
+  // each field in range can still multiply to more weights than this machine holds
+  double bytes = 4.0 * static_cast<double>(c.num_parameters());
+  double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (memory > 0 && bytes > memory / 2)
+    throw Error("kiln: " + path + ": a model of " + std::to_string(c.num_parameters()) +
+                " parameters needs " + number_text(bytes / (1 << 30)) +
+                " GiB for its f32 weights alone, more than half of this " + "machine's " +
+                number_text(memory / (1 << 30)) + " GiB");
   return c;
 }
 

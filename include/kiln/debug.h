@@ -17,7 +17,9 @@ struct Settings {
   // KILN_CFLAGS: appended to every kernel compile (C and tile C++); a sanitized build
   // (KILN_SANITIZE) starts it with its -fsanitize flags and defaults cc/cxx to its own compilers
   std::string cflags;
-  std::string cache_dir;   // KILN_CACHE_DIR (default ~/.cache/kiln)
+  // KILN_CACHE_DIR (default $XDG_CACHE_HOME/kiln, ~/.cache/kiln, or /tmp/kiln-cache-<uid> made 0700);
+  // one that cannot be used gives a warning and a private temporary directory instead
+  std::string cache_dir;
   bool tf32 = false;       // KILN_TF32=1: f32 matmuls on CUDA may use TF32 tensor cores (cuBLASLt)
   bool profile = false;    // KILN_PROFILE=1: time each schedule's kernels on the device (Stats::device_ms)
   bool cuda_graph = true;  // KILN_CUDA_GRAPH=0: kiln::Jit replays on CUDA launch each kernel, no CUDA graph

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "kiln/debug.h"
+#include "runtime/cache_dir.h"
 
 namespace kiln {
 
@@ -44,16 +45,12 @@ Settings& settings() {
     if (r.cc.empty()) r.cc = kKernelCc;
     if (r.cxx.empty()) r.cxx = kKernelCxx;
     r.cflags = join_flags(kKernelCflags, env_str("KILN_CFLAGS"));
-    r.cache_dir = env_str("KILN_CACHE_DIR");
     r.profile = env_int("KILN_PROFILE", 0) != 0;
     r.tf32 = env_int("KILN_TF32", 0) != 0;
     r.cuda_graph = env_int("KILN_CUDA_GRAPH", 1) != 0;
     r.cuda_lineinfo = env_int("KILN_CUDA_LINEINFO", 0) != 0;
     if (std::string ln = env_str("KILN_LAYERNORM"); !ln.empty()) r.layernorm = ln;
-    if (r.cache_dir.empty()) {
-      std::string home = env_str("HOME");
-      r.cache_dir = (home.empty() ? std::string("/tmp") : home) + "/.cache/kiln";
-    }
+    r.cache_dir = runtime::default_cache_dir();  // KILN_CACHE_DIR, else a per-user directory
     return r;
   }();
   return s;

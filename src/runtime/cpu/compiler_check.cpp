@@ -8,6 +8,8 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
+#include "runtime/atomic_file.h"
+#include "runtime/cache_entry.h"
 #include "runtime/file_util.h"
 #include "runtime/program_cache.h"
 
@@ -237,9 +239,10 @@ enum class Verdict { Right, Wrong, NoCompile };
 // Compiles the canaries with `flags` and runs them; `why` says what went wrong.
 Verdict try_flags(const std::string& cc, const std::string& flags, Language lang, const std::string& dir,
                   std::string& why) {
-  std::string stem = dir + "/canary_" + std::to_string(getpid()) + "_" + hash_hex(hash_string(flags));
-  std::string src = stem + (lang == Language::C ? ".c" : ".cpp"), exe = stem + ".bin";
-  write_file_atomic(src, canary_source());
+  // temporary names of this process: a killed check's files are swept like a killed compile's
+  std::string stem = dir + "/canary_" + hash_hex(hash_string(flags));
+  std::string src = temp_name(stem, lang == Language::C ? ".c" : ".cpp"), exe = temp_name(stem, ".bin");
+  write_file_atomic(src, canary_source(), /*clean_stale=*/false);
   std::string out;
   int rc =
       run_command(shell_quote(cc) + " " + flags + " -w -o " + shell_quote(exe) + " " + shell_quote(src), out);
@@ -267,23 +270,17 @@ std::string checked_opt_flags(const std::string& cc, const std::string& identity
   std::string base = base_flags(lang, family);
   std::string key = hash_hex(hash_string(identity + "\n" + base + "\n" + canary_source()));
   std::string record = cache_dir + "/cc_" + key + ".flags";
-  if (auto got = read_file(record)) return *got;
-  std::string dir = cache_dir;
-  try {
-    make_dirs(dir);
-  } catch (const Error&) {
-    dir = "/tmp";  // an unusable cache directory: check anyway, remember nothing
-  }
+  if (auto got = read_entry(record)) return *got;
   std::string tried;
   bool compiled_any = false;
   for (const std::string& opt : candidate_opt_flags(lang, family)) {
     std::string why;
-    Verdict v = try_flags(cc, base + " " + opt, lang, dir, why);
+    Verdict v = try_flags(cc, base + " " + opt, lang, cache_dir, why);
     compiled_any |= v != Verdict::NoCompile;
     if (v == Verdict::Right) {
       if (settings().debug >= 1)
         std::fprintf(stderr, "kiln: compiler self-test: %s passes with %s\n", cc.c_str(), opt.c_str());
-      if (dir == cache_dir) write_file_atomic(record, opt);
+      write_entry(record, opt);
       return opt;
     }
     if (settings().debug >= 1)
