@@ -19,8 +19,13 @@ inline constexpr int64_t kTileSize = 32;
 // value, so an oversize kernel fails without a GPU too) and throws kiln::Error listing the CBs.
 inline constexpr int64_t kSharedMemoryPerBlock = 232448;
 
+// The most cores a program may have: each costs a CPU launch a stack per role (256 KB) and its CBs,
+// a GPU launch a thread block.
+inline constexpr int64_t kMaxCores = 65536;
+
 // The cores a program runs on: a plain count (no topology: multicast and core_x/core_y are compile
-// errors) or a rows x cols grid (core (x, y) = (column, row), index = y * cols + x).
+// errors) or a rows x cols grid (core (x, y) = (column, row), index = y * cols + x); at most
+// kMaxCores in all.
 struct Grid {
   static Grid cores(int n);
   static Grid grid2d(int rows, int cols);
