@@ -104,7 +104,8 @@ class Program {
   // then runs every core; throws kiln::Error on a compile error or a failed debug check. The
   // program runs where its inputs are: on the CPU, or on the GPU that holds them (core = thread
   // block; outputs are then on that GPU too; a GPU deadlock is reported after KILN_TILE_TIMEOUT_MS,
-  // default 2000).
+  // default 2000). On the CPU a launch that makes no progress for KILN_TILE_TIMEOUT_MS (default
+  // 10000) while a role runs kernel code is an error too (docs/tile.md, section 9).
   void run();
   // An output's value after run().
   Tensor result(const std::string& name) const;
