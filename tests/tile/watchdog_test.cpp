@@ -92,8 +92,8 @@ void writer() {
       std::string::npos)
       << err;
   EXPECT_NE(err.find("(1 worker thread(s) in kernel code were left running, since kernel code cannot be "
-                     "interrupted safely; they keep this launch's memory for the rest of the process and end "
-                     "at their next runtime call)"),
+                     "interrupted safely; they keep this launch's memory for the rest of the process and are "
+                     "free again once their role makes a runtime call)"),
             std::string::npos)
       << err;
   // the stuck role comes back to the runtime after its second, finds the launch failed and ends
