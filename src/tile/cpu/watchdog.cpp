@@ -2,9 +2,9 @@
 // workers to threads of the tile backend's own (not the runtime's pool: a thread may never come
 // back) and watches them: when no role made progress for KILN_TILE_TIMEOUT_MS while some role runs
 // kernel code (a loop that never reaches the runtime, or one that polls a value nothing changes),
-// the launch fails with every role's state. Kernel code cannot be interrupted safely, so a thread still in it
-// is left running: it owns the launch from then on (nothing it can touch is ever freed), and its role ends at
-// its next runtime call, which finds the launch failed.
+// the launch fails with every role's state. Kernel code cannot be interrupted safely, so a thread
+// still in it is left running: it owns the launch from then on (nothing it can touch is ever
+// freed), and its role ends at its next runtime call, which finds the launch failed.
 #include <pthread.h>
 
 #include <algorithm>
