@@ -11,7 +11,8 @@ struct Settings {
   bool noopt = false;      // KILN_NOOPT=1: no kernel optimizations
   bool validate = false;   // KILN_VALIDATE=1: check every kernel against the reference interpreter
   bool fast_math = false;  // KILN_FAST_MATH=1: allow x*0 -> 0 on floats
-  int threads = 0;         // KILN_THREADS (0 = all cores)
+  int threads = 0;         // worker threads where > 0; else KILN_THREADS, else all cores (checked
+                           // where the threads start: src/runtime/thread_pool.cpp)
   std::string cc;          // KILN_CC (default: cc, gcc or clang on PATH)
   std::string cxx;         // KILN_CXX, for tile kernels (default: c++, g++ or clang++ on PATH)
   // KILN_CFLAGS: appended to every kernel compile (C and tile C++); a sanitized build

@@ -39,7 +39,6 @@ Settings& settings() {
     r.noopt = env_int("KILN_NOOPT", 0) != 0;
     r.validate = env_int("KILN_VALIDATE", 0) != 0;
     r.fast_math = env_int("KILN_FAST_MATH", 0) != 0;
-    r.threads = env_int("KILN_THREADS", 0);
     r.cc = env_str("KILN_CC");
     r.cxx = env_str("KILN_CXX");
     if (r.cc.empty()) r.cc = kKernelCc;

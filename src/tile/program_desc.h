@@ -65,6 +65,13 @@ enum class Target { Cpu, Cuda };
 int cuda_compute_warps(const Program::Desc& d);
 // KILN_TILE_TRACE=<core>: the core whose timeline a GPU launch records and prints; -1: none.
 int trace_core();
+// KILN_TILE_TIMEOUT_MS: how long a launch may go without progress before its watchdog reports it
+// (read at each launch); `fallback` where it is unset or not a positive number.
+long long watchdog_ms(long long fallback);
+inline constexpr long long kGpuWatchdogMs = 2000;
+// On the CPU a role stuck in kernel code costs a thread for the rest of the process (watchdog.cpp),
+// and a machine shared with other work may stall a thread for a while: it waits longer.
+inline constexpr long long kCpuWatchdogMs = 10000;
 inline int cuda_warps(const Program::Desc& d) {
   return cuda_compute_warps(d) + static_cast<int>(d.dm_roles.size());
 }

@@ -496,21 +496,23 @@ struct Rect {
   int rows, cols;    // clipped to the tensor (at most a block's)
 };
 
-// The element rectangle of a slice, with the CPU backend's checks (a bad slice would fault).
+// The element rectangle of a slice, with the CPU backend's checks (a bad slice would fault). Sizes
+// are known non-negative and at most the block's before `row > extent - rows` is tested, so no
+// bound is ever formed as row + rows (a slice at row INT64_MAX would wrap past it).
 inline Rect slice_rect(int t, const CbLayout& cb, int cbid, abi::Slice s, abi::Loc at) {
   if (t < 0 || t >= P().ntensors) fail_role(cuda_abi::kBadId, t, at, 1);
   const cuda_abi::TensorParam& v = P().tensors[t];
   if (v.tiles) {
     long long R = (v.rows + 31) / 32, C = (v.cols + 31) / 32;
     if (cb.tile_rows != 32 || s.rows != cb.rows || s.cols != cb.cols || s.row < 0 || s.col < 0 ||
-        s.row + s.rows > R || s.col + s.cols > C)
+        s.row > R - s.rows || s.col > C - s.cols)
       fail_role(cuda_abi::kBadSlice, t * 64 + cbid, at, s.row, s.col, s.rows, s.cols);
     long long r0 = s.row * 32, c0 = s.col * 32, h = s.rows * 32, w = s.cols * 32;
     return Rect{r0, c0, static_cast<int>(h < v.rows - r0 ? h : v.rows - r0),
                 static_cast<int>(w < v.cols - c0 ? w : v.cols - c0)};
   }
   if (s.rows < 0 || s.cols < 0 || s.rows > cb.height() || s.cols > cb.cols * 32LL || s.row < 0 || s.col < 0 ||
-      s.row + s.rows > v.rows || s.col + s.cols > v.cols)
+      s.row > v.rows - s.rows || s.col > v.cols - s.cols)
     fail_role(cuda_abi::kBadSlice, t * 64 + cbid, at, s.row, s.col, s.rows, s.cols);
   return Rect{s.row, s.col, static_cast<int>(s.rows), static_cast<int>(s.cols)};
 }
@@ -754,11 +756,13 @@ inline unsigned char* mailbox(int core, int cb) {
          static_cast<long long>(core) * cb_layout(cb).block_bytes;
 }
 
-inline void check_range(abi::CoreRange r, abi::Loc at) {
+// Cores [x0, x1) x [y0, y1) in 64 bits: one core's range (x, x + 1) cannot wrap.
+inline void check_range(long long x0, long long x1, long long y0, long long y1, abi::Loc at) {
   int rows = P().cores / P().grid_cols;
-  if (r.x0 < 0 || r.y0 < 0 || r.x0 >= r.x1 || r.y0 >= r.y1 || r.x1 > P().grid_cols || r.y1 > rows)
-    fail_role(cuda_abi::kBadCoreRange, 0, at, r.x0, r.x1, r.y0, r.y1);
+  if (x0 < 0 || y0 < 0 || x0 >= x1 || y0 >= y1 || x1 > P().grid_cols || y1 > rows)
+    fail_role(cuda_abi::kBadCoreRange, 0, at, x0, x1, y0, y1);
 }
+inline void check_range(abi::CoreRange r, abi::Loc at) { check_range(r.x0, r.x1, r.y0, r.y1, at); }
 
 // Copies the block to every receiver's mailbox once that receiver asked for it and consumed the
 // previous payload; returns when all are delivered.
@@ -860,8 +864,19 @@ inline long long* sem_ptr(int core, int sem) {
 inline void check_sem(int sem, abi::Loc at) {
   if (sem < 0 || sem >= P().nsems) fail_role(cuda_abi::kBadId, sem, at, 2);
 }
-// Makes the role's earlier global writes visible before the leader signals another core.
-inline void release_role() {
+// Every DMA read into this core's blocks has landed, and so has read its source. A data-movement
+// role's wait() on a read returns before that (settle_dma); a semaphore signal is where another
+// core may go on to overwrite what the read reads, so the role settles them all first (as on the
+// CPU, where a read is done when its wait() returns). Reads of other roles are waited too: each
+// completes within its own issue, so this never waits on anything else.
+__noinline__ void settle_all_dma(abi::Loc at) {
+  for (int cb = 0; cb < num_cbs(); cb++)
+    for (unsigned s = 0; s < cb_layout(cb).slots; s++) settle_dma(cb, s, at);
+}
+// Before the leader signals another core: the role's DMA reads have read their sources and its
+// earlier global writes are visible.
+inline void release_role(abi::Loc at) {
+  if (!is_compute()) settle_all_dma(at);  // a compute role's wait() on a read waits for it
   bulk_wait_all();
   __threadfence();
   role_sync();
@@ -869,14 +884,14 @@ inline void release_role() {
 
 inline void sem_set(int sem, long long v, abi::Loc at) {
   check_sem(sem, at);
-  release_role();
+  release_role(at);
   if (leader())
     atomicExch(reinterpret_cast<unsigned long long*>(sem_ptr(kiln_tile_block.core, sem)),
                static_cast<unsigned long long>(v));
 }
 inline void sem_inc(int sem, long long n, abi::Loc at) {
   check_sem(sem, at);
-  release_role();
+  release_role(at);
   if (leader())
     atomicAdd(reinterpret_cast<unsigned long long*>(sem_ptr(kiln_tile_block.core, sem)),
               static_cast<unsigned long long>(n));
@@ -900,8 +915,8 @@ inline long long sem_value(int sem, abi::Loc at) {
 }
 inline void sem_remote_inc(int sem, int x, int y, long long n, abi::Loc at) {
   check_sem(sem, at);
-  check_range(abi::CoreRange{x, y, x + 1, y + 1}, at);
-  release_role();
+  check_range(x, x + 1LL, y, y + 1LL, at);
+  release_role(at);
   if (leader())
     atomicAdd(reinterpret_cast<unsigned long long*>(sem_ptr(y * P().grid_cols + x, sem)),
               static_cast<unsigned long long>(n));
@@ -912,7 +927,7 @@ template <class F>
 inline void each_core_released(int sem, abi::CoreRange r, abi::Loc at, F f) {
   check_sem(sem, at);
   check_range(r, at);
-  release_role();
+  release_role(at);
   const int w = r.x1 - r.x0, n = w * (r.y1 - r.y0);
   for (int k = role_rank(); k < n; k += role_size())
     f(reinterpret_cast<unsigned long long*>(sem_ptr((r.y0 + k / w) * P().grid_cols + r.x0 + k % w, sem)));
