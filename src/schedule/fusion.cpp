@@ -94,7 +94,7 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
   };
   for (auto& r : roots) add(r);
   for (auto& f : forced) add(f);
-  std::vector<NodeRef> order = ir::toposort(roots);
+  std::vector<NodeRef> order = ir::toposort(roots, false);
   std::unordered_map<const Node*, size_t> topo;
   for (size_t i = 0; i < order.size(); i++) topo[order[i].get()] = i;
   // what is still to compute (nothing below a realized node, whose sources the rewrites never saw):
@@ -113,6 +113,19 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
       auto v = strided_view(s, is_realized);
       add(v && attention_reads(*v) ? v->base : s);  // else a contiguous copy
     }
+  }
+  // a chain of more than kMaxFusedDepth fused nodes is cut (at a node that does not broadcast), so
+  // no kernel nests deeper, whatever built the graph
+  std::unordered_map<const Node*, uint32_t> fused_depth;  // nodes fused on the longest path down
+  for (auto& n : order) {
+    if (!seen.count(n.get()) || in_points.count(n.get())) continue;  // realized, or a kernel output
+    uint32_t d = 1;
+    for (auto& s : n->src)
+      if (auto it = fused_depth.find(s.get()); it != fused_depth.end()) d = std::max(d, it->second + 1);
+    if (d > kMaxFusedDepth && !grows(n))
+      add(n);
+    else
+      fused_depth[n.get()] = d;
   }
 
   for (bool changed = true; changed;) {
