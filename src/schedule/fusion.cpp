@@ -114,18 +114,32 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
       add(v && attention_reads(*v) ? v->base : s);  // else a contiguous copy
     }
   }
-  // a chain of more than kMaxFusedDepth fused nodes is cut (at a node that does not broadcast), so
-  // no kernel nests deeper, whatever built the graph
-  std::unordered_map<const Node*, uint32_t> fused_depth;  // nodes fused on the longest path down
+  // A chain of more than kMaxFusedDepth fused nodes is cut (at a node that does not broadcast), so
+  // no kernel nests deeper, whatever built the graph. So is a chain of more than kMaxNestedReduces
+  // reduces each over the one before (a row reduce broadcast back, as x - x.mean(-1) repeated): the
+  // kernel would compute each level again inside every reduce above it. It is cut below the reduce,
+  // so the reduce reads its input from memory.
+  struct Nest {
+    uint32_t nodes = 0, reduces = 0;  // on the longest paths down, fused into the same kernel
+  };
+  std::unordered_map<const Node*, Nest> nest;
+  auto cuttable = [&](const NodeRef& n) { return nest.count(n.get()) && !grows(n); };
   for (auto& n : order) {
     if (!seen.count(n.get()) || in_points.count(n.get())) continue;  // realized, or a kernel output
-    uint32_t d = 1;
+    if (n->op == Op::REDUCE && nest.count(n->src[0].get()) &&
+        nest[n->src[0].get()].reduces >= kMaxNestedReduces && cuttable(n->src[0])) {
+      add(n->src[0]);
+      nest.erase(n->src[0].get());
+    }
+    Nest d{1, 0};
     for (auto& s : n->src)
-      if (auto it = fused_depth.find(s.get()); it != fused_depth.end()) d = std::max(d, it->second + 1);
-    if (d > kMaxFusedDepth && !grows(n))
+      if (auto it = nest.find(s.get()); it != nest.end())
+        d = {std::max(d.nodes, it->second.nodes + 1), std::max(d.reduces, it->second.reduces)};
+    d.reduces += n->op == Op::REDUCE;
+    if (d.nodes > kMaxFusedDepth && !grows(n))
       add(n);
     else
-      fused_depth[n.get()] = d;
+      nest[n.get()] = d;
   }
 
   for (bool changed = true; changed;) {
