@@ -66,9 +66,13 @@ Table& table() {
 
 std::optional<int64_t> checked_numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s)
-    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
-  return n;
+  bool empty = false;
+  for (int64_t d : s) {
+    if (d < 0) return std::nullopt;
+    empty |= d == 0;
+    if (d && __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  }
+  return empty ? 0 : n;
 }
 
 int64_t Node::numel() const { return *checked_numel(shape); }

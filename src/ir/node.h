@@ -54,7 +54,8 @@ struct Node {
   std::string str() const;                                   // one-line summary
 };
 
-// The number of elements of a shape; nullopt if a dim is negative or the product overflows int64.
+// The number of elements of a shape; nullopt if a dim is negative or the product of the nonzero
+// dims overflows int64 (so every stride of the shape fits int64 too, also when a dim is 0).
 std::optional<int64_t> checked_numel(const Shape& s);
 
 // Creates (or finds) the unique node with this content.
