@@ -144,8 +144,9 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
 
   for (bool changed = true; changed;) {
     changed = false;
-    // owners: for each unrealized node, the realize points whose kernels would compute it
-    std::unordered_map<const Node*, std::unordered_set<const Node*>> owners;
+    // owners: for each unrealized node, the realize points whose kernels would compute it (each
+    // point's walk is one run, so a point is listed once)
+    std::unordered_map<const Node*, std::vector<const Node*>> owners;
     std::unordered_map<const Node*, NodeRef> keep;
     for (size_t pi = 0; pi < points.size(); pi++) {
       NodeRef p = points[pi];
@@ -176,7 +177,7 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
         stack.pop_back();
         if (is_realized(n) || in_points.count(n.get())) continue;
         if (!seen.insert(reinterpret_cast<uint64_t>(n.get()) ^ flags).second) continue;
-        owners[n.get()].insert(p.get());
+        if (auto& own = owners[n.get()]; own.empty() || own.back() != p.get()) own.push_back(p.get());
         keep[n.get()] = n;
         // per output element, unless a row reduce the kernel computes once per row
         bool recomputed_reduce =
