@@ -1,6 +1,7 @@
 // Builds one kernel's AST from the tensor graph: movement ops become index arithmetic over RANGEs,
 // PAD becomes a validity mask that gates loads, fused reduces get their own reduce RANGEs.
 #include <algorithm>
+#include <cstdint>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -76,45 +77,7 @@ class Builder {
     NodeRef valid;
     bool is_root = false;
   };
-  // A request being built: the requests it is made from, and what PAD and REDUCE add to them.
-  struct Frame {
-    Request req;
-    bool planned = false;
-    std::vector<Request> needs = {};
-    NodeRef cond = nullptr;            // PAD: where its source is read
-    std::vector<NodeRef> ranges = {};  // REDUCE: its loops
-  };
-
-  // Builds requests with an explicit stack (a graph of any depth), each once: sources in order,
-  // depth first, so loop ids and globals are numbered as a recursive walk would.
-  NodeRef render(const Request& root) {
-    std::vector<Frame> stack;
-    stack.push_back({root});
-    while (!stack.empty()) {
-      Frame& f = stack.back();
-      if (!f.planned) {
-        if (memo_.count(key(f.req))) {
-          stack.pop_back();
-        } else if (NodeRef leaf = plan(f)) {
-          remember(f.req, leaf);
-          stack.pop_back();
-        } else {
-          f.planned = true;
-          std::vector<Request> needs = f.needs;  // f moves when the stack grows
-          for (auto it = needs.rbegin(); it != needs.rend(); ++it) stack.push_back({*it});
-        }
-        continue;
-      }
-      std::vector<NodeRef> vals;
-      for (auto& r : f.needs) vals.push_back(memo_.at(key(r)));
-      NodeRef v = finish(f, vals);
-      remember(f.req, v);
-      stack.pop_back();
-    }
-    return memo_.at(key(root));
-  }
-
-  using Key = std::vector<const void*>;
+  using Key = std::vector<const void*>;  // a request's node, mask and index nodes
   struct KeyHash {
     size_t operator()(const Key& k) const {
       size_t h = 0;
@@ -127,11 +90,60 @@ class Builder {
     for (auto& i : r.idx) k.push_back(i.get());
     return k;
   }
-  void remember(const Request& r, NodeRef v) {
-    memo_[key(r)] = std::move(v);
-    keep_.push_back(r.n);  // memo keys are raw pointers: keep what they point at alive
-    keep_.insert(keep_.end(), r.idx.begin(), r.idx.end());
-    if (r.valid) keep_.push_back(r.valid);
+
+  // A request being built: the requests it is made from, and what PAD and REDUCE add to them.
+  struct Frame {
+    Request req;
+    Key key;
+    size_t parent, slot;  // where its value goes: the parent frame's vals[slot] (none for the root)
+    bool planned = false;
+    std::vector<Request> needs = {};
+    std::vector<NodeRef> vals = {};    // the values of `needs`, as they are built
+    NodeRef cond = nullptr;            // PAD: where its source is read
+    std::vector<NodeRef> ranges = {};  // REDUCE: its loops
+  };
+  static constexpr size_t kNoParent = SIZE_MAX;
+
+  // Builds requests with an explicit stack (a graph of any depth), each once: sources in order,
+  // depth first, so loop ids and globals are numbered as a recursive walk would.
+  NodeRef render(const Request& root) {
+    NodeRef result;
+    std::vector<Frame> stack;
+    stack.push_back({root, key(root), kNoParent, 0});
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      NodeRef v;
+      if (!f.planned) {
+        if (auto it = memo_.find(f.key); it != memo_.end()) {
+          v = it->second;
+        } else if ((v = plan(f))) {
+          remember(f, v);
+        } else {
+          f.planned = true;
+          f.vals.resize(f.needs.size());
+          size_t fi = stack.size() - 1;  // `f` moves when the stack grows
+          for (size_t k = stack[fi].needs.size(); k-- > 0;) {
+            Request r = std::move(stack[fi].needs[k]);
+            Key rk = key(r);
+            stack.push_back({std::move(r), std::move(rk), fi, k});
+          }
+          continue;
+        }
+      } else {
+        v = finish(f);
+        remember(f, v);
+      }
+      (f.parent == kNoParent ? result : stack[f.parent].vals[f.slot]) = std::move(v);
+      stack.pop_back();
+    }
+    return result;
+  }
+
+  void remember(const Frame& f, const NodeRef& v) {
+    memo_[f.key] = v;
+    keep_.push_back(f.req.n);  // memo keys are raw pointers: keep what they point at alive
+    keep_.insert(keep_.end(), f.req.idx.begin(), f.req.idx.end());
+    if (f.req.valid) keep_.push_back(f.req.valid);
   }
 
   // The value of a leaf request, or nullptr after filling f.needs (and f.cond, f.ranges).
@@ -210,8 +222,9 @@ class Builder {
   }
 
   // The value of a planned request from the values of what it needs.
-  static NodeRef finish(const Frame& f, const std::vector<NodeRef>& vals) {
+  static NodeRef finish(const Frame& f) {
     const NodeRef& n = f.req.n;
+    const std::vector<NodeRef>& vals = f.vals;
     switch (n->op) {
       case Op::PAD:
         if (!f.cond) return vals[0];
