@@ -1,5 +1,6 @@
 #include "helpers.h"
 
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,10 +10,12 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <limits>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -232,6 +235,31 @@ void expect_gradients_match(const std::function<Tensor(const std::vector<Tensor>
                       << ", finite difference " << fmt(fd);
     }
   }
+}
+
+void run_with_stack(size_t stack_bytes, const std::function<void()>& f) {
+  struct Call {
+    const std::function<void()>* f;
+    std::exception_ptr error;
+  } call{&f, nullptr};
+  auto body = [](void* p) -> void* {
+    auto* c = static_cast<Call*>(p);
+    try {
+      (*c->f)();
+    } catch (...) {
+      c->error = std::current_exception();
+    }
+    return nullptr;
+  };
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, stack_bytes);
+  pthread_t t;
+  int rc = pthread_create(&t, &attr, body, &call);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) throw std::runtime_error("run_with_stack: pthread_create failed");
+  pthread_join(t, nullptr);
+  if (call.error) std::rethrow_exception(call.error);
 }
 
 std::string error_of(const std::function<void()>& f) {

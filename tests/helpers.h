@@ -41,6 +41,11 @@ void expect_gradients_match(const std::function<Tensor(const std::vector<Tensor>
 // The message of the kiln::Error f throws, or "no error".
 std::string error_of(const std::function<void()>& f);
 
+// Runs f on a thread whose stack is `stack_bytes` (as `ulimit -s` would set it) and waits for it;
+// an exception f throws is thrown again here. Tests of deep graphs use it to prove that no walk
+// recurses once per node.
+void run_with_stack(size_t stack_bytes, const std::function<void()>& f);
+
 // Compares the values of t (realizing it) to `want`, with the same rules.
 bool expect_values(const Tensor& t, const std::vector<double>& want, double rtol = 0, double atol = 0);
 

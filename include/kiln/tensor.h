@@ -1,5 +1,6 @@
 // kiln::Tensor: a lazy tensor with a PyTorch-like API. Ops build a graph; realize() (or reading
-// values) schedules, fuses, compiles and runs it.
+// values) schedules, fuses, compiles and runs it. A result whose lazy graph would be more than 1000
+// ops deep (a loss summed over many steps) is realized when it is made.
 #pragma once
 #include <cstdint>
 #include <initializer_list>

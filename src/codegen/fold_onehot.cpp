@@ -2,6 +2,9 @@
 // free of r, is where(0 <= e < n && rest, v(e), 0). gather, embedding lookups and the target term
 // of cross-entropy are written as such sums; folded, they read one element instead of a whole row.
 #include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "codegen/opt.h"
 #include "ir/rewrite.h"
@@ -40,46 +43,80 @@ struct Match {
   NodeRef rest;  // the other conjuncts (nullptr: none)
 };
 
-// A conjunct `r == e` of the condition c.
+// A conjunct `r == e` of the condition c, found depth first through its ANDs (left first) with an
+// explicit stack. `rest` joins the other conjuncts innermost first.
 std::optional<Match> find_equal(const NodeRef& c, const NodeRef& r) {
-  if (NodeRef e = equal_to(c, r)) return Match{e, nullptr};
-  if (c->op == Op::AND)
-    for (int i = 0; i < 2; i++)
-      if (auto m = find_equal(c->src[i], r)) return Match{m->e, ir::land(m->rest, c->src[1 - i])};
+  struct Step {
+    NodeRef x, sibling;  // sibling: the other side of the AND whose source x is
+    int parent;
+  };
+  std::vector<Step> steps{{c, nullptr, -1}};
+  std::vector<int> todo{0};
+  while (!todo.empty()) {
+    int k = todo.back();
+    todo.pop_back();
+    NodeRef x = steps[static_cast<size_t>(k)].x;
+    if (NodeRef e = equal_to(x, r)) {
+      NodeRef rest;
+      for (int j = k; steps[static_cast<size_t>(j)].parent >= 0; j = steps[static_cast<size_t>(j)].parent)
+        rest = ir::land(rest, steps[static_cast<size_t>(j)].sibling);
+      return Match{e, rest};
+    }
+    if (x->op != Op::AND) continue;
+    for (int i = 1; i >= 0; i--) {
+      steps.push_back({x->src[static_cast<size_t>(i)], x->src[static_cast<size_t>(1 - i)], k});
+      todo.push_back(static_cast<int>(steps.size()) - 1);
+    }
+  }
   return std::nullopt;
 }
 
+// The one-hot selection at the bottom of body, rewritten to the selected element.
+NodeRef fold_where(const NodeRef& body, const NodeRef& r) {
+  if (!ir::is_const_value(body->src[2], 0)) return nullptr;
+  auto m = find_equal(body->src[0], r);
+  if (!m) return nullptr;
+  DType t = m->e->dtype;
+  NodeRef inside =
+      ir::land(ir::alu(Op::XOR, ir::alu(Op::CMPLT, m->e, ir::const_int(0, t)), ir::const_int(1, DType::Bool)),
+               ir::alu(Op::CMPLT, m->e, ir::const_int(r->arg[1], t)));
+  // the index is kept in range even where the selection is off: both sides of a WHERE run
+  NodeRef idx = ir::make(Op::WHERE, t, {}, {inside, m->e, ir::const_int(0, t)});
+  std::unordered_map<const Node*, NodeRef> at{{r.get(), idx}};
+  NodeRef cond = ir::land(inside, m->rest ? ir::substitute(m->rest, at) : nullptr);
+  return ir::make(Op::WHERE, body->dtype, body->shape,
+                  {cond, ir::substitute(body->src[1], at), body->src[2]});
+}
+
 // The value of sum over r of `body`, when body is a one-hot selection along r (possibly scaled by
-// factors free of r, or cast); nullptr otherwise.
+// factors free of r, or cast); nullptr otherwise. Only one path can lead to the selection (the
+// side of a product that uses r, when the other does not), walked down and rebuilt with a loop.
 NodeRef fold(const NodeRef& body, const NodeRef& r) {
-  switch (body->op) {
-    case Op::WHERE: {
-      if (!ir::is_const_value(body->src[2], 0)) return nullptr;
-      auto m = find_equal(body->src[0], r);
-      if (!m) return nullptr;
-      DType t = m->e->dtype;
-      NodeRef inside = ir::land(
-          ir::alu(Op::XOR, ir::alu(Op::CMPLT, m->e, ir::const_int(0, t)), ir::const_int(1, DType::Bool)),
-          ir::alu(Op::CMPLT, m->e, ir::const_int(r->arg[1], t)));
-      // the index is kept in range even where the selection is off: both sides of a WHERE run
-      NodeRef idx = ir::make(Op::WHERE, t, {}, {inside, m->e, ir::const_int(0, t)});
-      std::unordered_map<const Node*, NodeRef> at{{r.get(), idx}};
-      NodeRef cond = ir::land(inside, m->rest ? ir::substitute(m->rest, at) : nullptr);
-      return ir::make(Op::WHERE, body->dtype, body->shape,
-                      {cond, ir::substitute(body->src[1], at), body->src[2]});
+  std::vector<std::pair<NodeRef, size_t>> path;  // the products and casts above, and the side taken
+  NodeRef x = body;
+  while (x->op == Op::MUL || x->op == Op::CAST) {
+    size_t side = 0;
+    if (x->op == Op::MUL) {
+      if (!uses(x->src[1], r.get()) && uses(x->src[0], r.get()))
+        side = 0;
+      else if (!uses(x->src[0], r.get()) && uses(x->src[1], r.get()))
+        side = 1;
+      else
+        return nullptr;
     }
-    case Op::MUL:
-      for (int i = 0; i < 2; i++)
-        if (!uses(body->src[1 - i], r.get()))
-          if (NodeRef f = fold(body->src[i], r))
-            return i == 0 ? ir::alu(Op::MUL, f, body->src[1]) : ir::alu(Op::MUL, body->src[0], f);
-      return nullptr;
-    case Op::CAST:
-      if (NodeRef f = fold(body->src[0], r))
-        return ir::make(Op::CAST, body->dtype, body->shape, {f}, body->arg);
-      return nullptr;
-    default: return nullptr;
+    path.emplace_back(x, side);
+    x = x->src[side];
   }
+  if (x->op != Op::WHERE) return nullptr;
+  NodeRef f = fold_where(x, r);
+  for (auto it = path.rbegin(); f && it != path.rend(); ++it) {
+    const auto& [n, side] = *it;
+    if (n->op == Op::CAST)
+      f = ir::make(Op::CAST, n->dtype, n->shape, {f}, n->arg);
+    else
+      f = side == 0 ? ir::alu(Op::MUL, f, n->src[1]) : ir::alu(Op::MUL, n->src[0], f);
+  }
+  return f;
 }
 
 }  // namespace

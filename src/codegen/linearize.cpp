@@ -107,21 +107,45 @@ class Linearizer {
     scopes_.pop_back();
   }
 
-  int emit(const NodeRef& n) {
-    auto it = memo_.find(n.get());
-    if (it != memo_.end()) return it->second;
-    int r;
-    if (n->op == Op::REDUCE) {
-      emit_reduce_group(n);
-      return memo_.at(n.get());
+  // Emits n after its sources (in order), each once: a post-order walk with an explicit stack, as a
+  // kernel's expression may be deep. A REDUCE is emitted with its group (which emits its body).
+  int emit(const NodeRef& root) {
+    struct Frame {
+      NodeRef n;
+      size_t next = 0;            // the source to emit next
+      std::vector<int> src = {};  // the sources' instructions so far
+    };
+    std::vector<Frame> stack{{root}};
+    int last = -1;  // the instruction of the frame just finished
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      if (f.next > 0) f.src.push_back(last);  // back from the source before
+      const NodeRef& n = f.n;
+      if (f.next == 0) {
+        if (auto it = memo_.find(n.get()); it != memo_.end()) {
+          last = it->second;
+          stack.pop_back();
+          continue;
+        }
+        if (n->op == Op::REDUCE) {
+          emit_reduce_group(n);
+          last = memo_.at(n.get());
+          stack.pop_back();
+          continue;
+        }
+        if (n->op == Op::RANGE) throw Error("kiln.linearize: range used outside its loop: " + n->str());
+      }
+      if (f.next < n->src.size()) {
+        NodeRef s = n->src[f.next++];
+        stack.push_back({std::move(s)});
+        continue;
+      }
+      last = add({n->op, n->dtype, std::move(f.src), n->arg, n->fval});
+      memo_[n.get()] = last;
+      if (!scopes_.empty()) scopes_.back().push_back(n.get());
+      stack.pop_back();
     }
-    if (n->op == Op::RANGE) throw Error("kiln.linearize: range used outside its loop: " + n->str());
-    std::vector<int> src;
-    for (auto& s : n->src) src.push_back(emit(s));
-    r = add({n->op, n->dtype, src, n->arg, n->fval});
-    memo_[n.get()] = r;
-    if (!scopes_.empty()) scopes_.back().push_back(n.get());
-    return r;
+    return last;
   }
 
   // Emits every not-yet-emitted REDUCE over the same ranges as `first` in one loop nest; only those
@@ -224,17 +248,22 @@ class Linearizer {
     std::unordered_set<const Node*> seen;  // a DAG: each shared node is looked at once
     hoist(n, rids, seen);
   }
-  void hoist(const NodeRef& n, const std::set<int64_t>& rids, std::unordered_set<const Node*>& seen) {
-    if (memo_.count(n.get()) || n->op == Op::RANGE || !seen.insert(n.get()).second) return;
-    const auto& d = deps_[n.get()];
-    bool invariant = std::none_of(d.begin(), d.end(), [&](int64_t id) { return rids.count(id); });
-    bool trivial = n->op == Op::CONST || n->op == Op::DEFINE_GLOBAL;
-    if (invariant && !trivial) {
-      emit(n);
-      return;
+  void hoist(const NodeRef& root, const std::set<int64_t>& rids, std::unordered_set<const Node*>& seen) {
+    std::vector<NodeRef> stack{root};  // depth first, sources in order
+    while (!stack.empty()) {
+      NodeRef n = std::move(stack.back());
+      stack.pop_back();
+      if (memo_.count(n.get()) || n->op == Op::RANGE || !seen.insert(n.get()).second) continue;
+      const auto& d = deps_[n.get()];
+      bool invariant = std::none_of(d.begin(), d.end(), [&](int64_t id) { return rids.count(id); });
+      bool trivial = n->op == Op::CONST || n->op == Op::DEFINE_GLOBAL;
+      if (invariant && !trivial) {
+        emit(n);
+        continue;
+      }
+      if (n->op == Op::REDUCE) continue;  // a reduce nested here has its own ranges
+      for (auto it = n->src.rbegin(); it != n->src.rend(); ++it) stack.push_back(*it);
     }
-    if (n->op == Op::REDUCE) return;  // a reduce nested here has its own ranges
-    for (auto& s : n->src) hoist(s, rids, seen);
   }
 
   static Inst identity(Op op, DType t) {

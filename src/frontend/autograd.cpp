@@ -39,18 +39,21 @@ Registry& registry() {
 Tensor T(const NodeRef& n) { return Tensor(n); }
 
 // Gradient of each source of n, given the gradient g of n (nullopt: no gradient flows there).
-std::vector<std::optional<Tensor>> rule(const NodeRef& n, const Tensor& g) {
+// need[i]: whether source i wants its gradient (ops of several sources make only those).
+std::vector<std::optional<Tensor>> rule(const NodeRef& n, const Tensor& g, const std::vector<bool>& need) {
   const auto& s = n->src;
   auto src = [&](size_t i) { return T(s[i]); };
+  auto grad_if = [&](size_t i, auto make) { return need[i] ? std::optional<Tensor>(make()) : std::nullopt; };
   const Shape& in = s.empty() ? n->shape : s[0]->shape;
   switch (n->op) {
     case Op::ADD: return {g, g};
-    case Op::MUL: return {g * src(1), g * src(0)};
-    case Op::MULACC: return {g * src(1), g * src(2), g};
+    case Op::MUL: return {grad_if(0, [&] { return g * src(1); }), grad_if(1, [&] { return g * src(0); })};
+    case Op::MULACC:
+      return {grad_if(0, [&] { return g * src(1); }), grad_if(1, [&] { return g * src(2); }), g};
     case Op::MAX: {  // ties split the gradient evenly, as PyTorch's maximum does
       Tensor a = src(0), b = src(1);
       Tensor share = where(a > b, ones_like(g), where(a == b, full_like(g, 0.5), zeros_like(g)));
-      return {g * share, g * (1.0 - share)};
+      return {grad_if(0, [&] { return g * share; }), grad_if(1, [&] { return g * (1.0 - share); })};
     }
     case Op::EXP2: return {g * T(n) * std::numbers::ln2};
     case Op::LOG2: return {g / (src(0) * std::numbers::ln2)};
@@ -61,7 +64,9 @@ std::vector<std::optional<Tensor>> rule(const NodeRef& n, const Tensor& g) {
     case Op::CAST:
       if (!is_float(s[0]->dtype)) return {std::nullopt};
       return {g.to(s[0]->dtype)};
-    case Op::WHERE: return {std::nullopt, where(src(0), g, zeros_like(g)), where(src(0), zeros_like(g), g)};
+    case Op::WHERE:
+      return {std::nullopt, grad_if(1, [&] { return where(src(0), g, zeros_like(g)); }),
+              grad_if(2, [&] { return where(src(0), zeros_like(g), g); })};
     case Op::REDUCE: {
       Op rop = static_cast<Op>(n->arg[0]);
       Tensor ge = g.expand(in), x = src(0);
@@ -136,7 +141,9 @@ std::vector<std::optional<Tensor>> backprop(const std::vector<NodeRef>& roots,
     const NodeRef& n = *it;
     auto g = grads.find(n.get());
     if (g == grads.end() || !reaches.count(n.get()) || !differentiable_edge(n)) continue;
-    auto src_grads = rule(n, g->second);
+    std::vector<bool> need;
+    for (auto& s : n->src) need.push_back(reaches.count(s.get()) > 0);
+    auto src_grads = rule(n, g->second, need);
     for (size_t i = 0; i < n->src.size(); i++) {
       const NodeRef& s = n->src[i];
       if (!src_grads[i] || !reaches.count(s.get())) continue;

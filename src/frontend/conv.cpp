@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +14,7 @@
 
 namespace kiln::nn::functional {
 
+using frontend::check_shape;
 using frontend::fail;
 using frontend::pool_out_size;
 using frontend::pool_windows;
@@ -89,14 +91,18 @@ Ints out_sizes(const std::string& op, const Shape& in, const Ints& kernel, const
                const Ints& pad, const Ints& dilation) {
   size_t m = kernel.size();
   Ints out(m);
+  Shape padded = in;
   for (size_t i = 0; i < m; i++) {
-    int64_t n = in[in.size() - m + i] + 2 * pad[i];
+    int64_t& n = padded[in.size() - m + i];
+    if (__builtin_add_overflow(n, pad[i], &n) || __builtin_add_overflow(n, pad[i], &n))
+      fail(op, "input " + shape_str(in) + " padded by " + ints_str(pad) + " has a size int64 cannot hold");
     out[i] = pool_out_size(n, kernel[i], stride[i], dilation[i]);
     if (out[i] <= 0)
       fail(op, "output size is not positive: input " + shape_str(in) + " padded by " + ints_str(pad) +
                    " is smaller than the kernel " + ints_str(kernel) + " with dilation " +
                    ints_str(dilation));
   }
+  check_shape(op, padded);
   return out;
 }
 
@@ -136,8 +142,17 @@ Tensor conv_nd(const std::string& op, size_t nsp, const Tensor& input, const Ten
            "input dtype " + to_string(x.dtype()) + " and bias dtype " + to_string(bias->dtype()) + " differ");
   }
   Ints out = out_sizes(op, x.shape(), kernel, stride, padding, dilation);
+  // the convolution is a broadcast product (N, G, C_out/G, O..., C_in/G, K...) summed over the last
+  Shape prod{n, g, cout / g};
+  prod.insert(prod.end(), out.begin(), out.end());
+  prod.push_back(cin / g);
+  prod.insert(prod.end(), kernel.begin(), kernel.end());
+  if (!ir::checked_numel(prod))
+    fail(op, "input " + shape_str(input.shape()) + " and weight " + shape_str(weight.shape()) +
+                 ": the convolution is a broadcast product of shape " + shape_str(prod) +
+                 ", which has more elements than int64 can count");
   // windows (N, C_in, O..., K...) -> (N, G, 1, O..., C_in/G, K...)
-  Tensor win = pool_windows(pad_spatial(x, padding, padding), kernel, stride, dilation);
+  Tensor win = pool_windows(op, pad_spatial(x, padding, padding), kernel, stride, dilation);
   Shape ws{n, g, 1, cin / g};
   ws.insert(ws.end(), out.begin(), out.end());
   ws.insert(ws.end(), kernel.begin(), kernel.end());
@@ -193,14 +208,27 @@ Tensor conv_transpose_nd(const std::string& op, size_t nsp, const Tensor& input,
   int64_t cout = weight.size(1) * g;
   Ints kernel(weight.shape().begin() + 2, weight.shape().end());
   check_positive(op, "kernel size", kernel);
+  Shape dilated = x.shape();  // the input with stride - 1 zeros after each element
   for (size_t i = 0; i < nsp; i++) {
     int64_t l = x.size(2 + static_cast<int64_t>(i));
-    int64_t o = (l - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1) + output_padding[i] + 1;
-    if (o <= 0)
-      fail(op, "output size is not positive (" + std::to_string(o) + ") for input " +
-                   shape_str(input.shape()) + ", kernel " + ints_str(kernel) + ", stride " +
-                   ints_str(stride) + ", padding " + ints_str(padding) + ", dilation " + ints_str(dilation));
+    auto what = [&] {
+      return " for input " + shape_str(input.shape()) + ", kernel " + ints_str(kernel) + ", stride " +
+             ints_str(stride) + ", padding " + ints_str(padding) + ", dilation " + ints_str(dilation);
+    };
+    // o = (l - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1, checked
+    int64_t o, reach;
+    if (__builtin_mul_overflow(l - 1, stride[i], &o) ||
+        __builtin_mul_overflow(dilation[i], kernel[i] - 1, &reach) || __builtin_add_overflow(o, reach, &o) ||
+        __builtin_add_overflow(o, output_padding[i] + 1, &o) || __builtin_sub_overflow(o, padding[i], &o) ||
+        __builtin_sub_overflow(o, padding[i], &o))
+      fail(op, "output size of spatial dim " + std::to_string(i) + " is more than int64 can count" + what());
+    if (o <= 0) fail(op, "output size is not positive (" + std::to_string(o) + ")" + what());
+    if (__builtin_mul_overflow(l, stride[i], &dilated[2 + i]))
+      fail(op, "the input dilated by the stride (" + std::to_string(l) + " x " + std::to_string(stride[i]) +
+                   " elements in spatial dim " + std::to_string(i) + ") is more than int64 can count" +
+                   what());
   }
+  check_shape(op, dilated);
   // dilate the input: s-1 zeros after each element, as (L, 1) padded to (L, s), flattened and cut
   Tensor xd = x;
   for (size_t i = 0; i < nsp; i++) {
@@ -276,7 +304,7 @@ Tensor max_pool_nd(const std::string& op, size_t nsp, const Tensor& input, const
   auto [x, drop] = batched(op, input, nsp);
   PoolArgs a = pool_args(op, x, nsp, kernel, stride, padding, dilation);
   Tensor xp = pad_spatial(x, a.padding, a.padding, lowest(x.dtype()));
-  Tensor win = pool_windows(xp, a.kernel, a.stride, a.dilation);
+  Tensor win = pool_windows(op, xp, a.kernel, a.stride, a.dilation);
   return unbatched(win.max(last_dims(win.dim(), nsp)), drop);
 }
 
@@ -285,7 +313,7 @@ Tensor avg_pool_nd(const std::string& op, size_t nsp, const Tensor& input, const
   auto [x, drop] = batched(op, input, nsp);
   check_float(op, x);
   PoolArgs a = pool_args(op, x, nsp, kernel, stride, padding, {1});
-  Tensor win = pool_windows(pad_spatial(x, a.padding, a.padding), a.kernel, a.stride, a.dilation);
+  Tensor win = pool_windows(op, pad_spatial(x, a.padding, a.padding), a.kernel, a.stride, a.dilation);
   Ints dims = last_dims(win.dim(), nsp);
   bool padded = false;
   for (auto p : a.padding) padded |= p > 0;
@@ -310,6 +338,20 @@ Tensor avg_pool_nd(const std::string& op, size_t nsp, const Tensor& input, const
 Tensor apply_along(const Tensor& x, int64_t d, const Tensor& m) {
   Tensor t = x.transpose(d, -1);
   return t.matmul(m.t()).transpose(d, -1);
+}
+
+// Resizing the spatial dims of x (from dim 2) to `out` makes that output shape and (out, in) host
+// matrices: fails when int64 cannot count their elements.
+void check_resize(const std::string& op, const Tensor& x, const Ints& out) {
+  Shape s(x.shape().begin(), x.shape().begin() + 2);
+  s.insert(s.end(), out.begin(), out.end());
+  check_shape(op, s);
+  for (size_t i = 0; i < out.size(); i++) {
+    int64_t cells;
+    if (__builtin_mul_overflow(out[i], x.size(2 + static_cast<int64_t>(i)), &cells))
+      fail(op, "output size " + ints_str(out) + " for input " + shape_str(x.shape()) +
+                   " needs an (out, in) matrix of more elements than int64 can count");
+  }
 }
 
 Tensor host_matrix(const std::vector<double>& v, int64_t rows, int64_t cols, DType t) {
@@ -399,9 +441,16 @@ Tensor interpolate_impl(const Tensor& input, Ints size, std::optional<double> sc
     if (!(*scale_factor > 0) || !std::isfinite(*scale_factor))
       fail(op, "scale_factor must be positive and finite, got " + std::to_string(*scale_factor));
     size.clear();
-    for (size_t i = 0; i < nsp; i++)
-      size.push_back(
-          static_cast<int64_t>(std::floor(static_cast<double>(input.size(2 + i)) * *scale_factor)));
+    for (size_t i = 0; i < nsp; i++) {
+      double s = std::floor(static_cast<double>(input.size(2 + i)) * *scale_factor);
+      if (s >= 0x1p63) {
+        std::ostringstream os;
+        os << "scale_factor " << *scale_factor << " makes an output size of input "
+           << shape_str(input.shape()) << " that int64 cannot hold";
+        fail(op, os.str());
+      }
+      size.push_back(static_cast<int64_t>(s));
+    }
   } else {
     size = per_dim(op, "size", size, nsp);
   }
@@ -409,6 +458,7 @@ Tensor interpolate_impl(const Tensor& input, Ints size, std::optional<double> sc
     if (s <= 0)
       fail(op,
            "output size " + ints_str(size) + " must be positive (input " + shape_str(input.shape()) + ")");
+  check_resize(op, input, size);
   Tensor y = input;
   if (mode == "nearest") {
     for (size_t i = 0; i < nsp; i++) y = nearest_dim(y, 2 + i, size[i], scale_factor);
@@ -468,10 +518,11 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Ints output_size) {
   check_float(op, x);
   Ints out = per_dim(op, "output_size", output_size, 2);
   check_positive(op, "output_size", out);
+  check_resize(op, x, out);
   bool divisible = x.size(2) % out[0] == 0 && x.size(3) % out[1] == 0;
   if (divisible) {  // equal windows: the pooling construction
     Ints k{x.size(2) / out[0], x.size(3) / out[1]};
-    return unbatched(pool_windows(x, k, k, {1, 1}).mean({-2, -1}), drop);
+    return unbatched(pool_windows(op, x, k, k, {1, 1}).mean({-2, -1}), drop);
   }
   Tensor y = x;
   for (int64_t i = 0; i < 2; i++) {

@@ -1,5 +1,6 @@
 // Tensor creation: constants, ranges and eye (random tensors are in random.cpp).
 #include <cmath>
+#include <sstream>
 
 #include "frontend/graph.h"
 #include "kiln/tensor.h"
@@ -26,8 +27,14 @@ Tensor full(Shape s, Scalar v, std::optional<DType> dtype) {
   return Tensor(frontend::full(s, v, t));
 }
 
-Tensor zeros(Shape s, TensorOptions o) { return place(full(std::move(s), 0.0, o.dtype), o.device); }
-Tensor ones(Shape s, TensorOptions o) { return place(full(std::move(s), 1.0, o.dtype), o.device); }
+Tensor zeros(Shape s, TensorOptions o) {
+  check_shape("zeros", s);
+  return place(full(std::move(s), 0.0, o.dtype), o.device);
+}
+Tensor ones(Shape s, TensorOptions o) {
+  check_shape("ones", s);
+  return place(full(std::move(s), 1.0, o.dtype), o.device);
+}
 Tensor zeros_like(const Tensor& t) { return place(full(t.shape(), 0.0, t.dtype()), frontend::own_device(t)); }
 Tensor ones_like(const Tensor& t) { return place(full(t.shape(), 1.0, t.dtype()), frontend::own_device(t)); }
 Tensor full_like(const Tensor& t, Scalar v) {
@@ -40,8 +47,20 @@ Tensor arange(int64_t end, TensorOptions o) {
 }
 
 Tensor arange(double start, double end, double step, std::optional<DType> dtype) {
-  if (step == 0) fail("arange", "step must be nonzero");
-  double n = std::ceil((end - start) / step);
+  auto values = [&] {
+    std::ostringstream os;
+    os << "start " << start << ", end " << end << ", step " << step;
+    return os.str();
+  };
+  if (!std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step))
+    fail("arange", "start, end and step must be finite, got " + values());
+  if (step == 0) fail("arange", "step must be nonzero, got " + values());
+  double n = std::ceil((end - start) / step);  // +-inf when end - start overflows
+  if (n >= 0x1p63) {
+    std::ostringstream os;
+    os << values() << " make " << n << " elements, more than int64 can count";
+    fail("arange", os.str());
+  }
   int64_t count = n > 0 ? static_cast<int64_t>(n) : 0;
   bool integral = start == std::floor(start) && step == std::floor(step) && end == std::floor(end);
   DType t = dtype ? *dtype : integral ? DType::I64 : kDefaultFloat;

@@ -43,7 +43,7 @@ Tensor external(const std::vector<Tensor>& inputs, const Tensor& value, External
     it = it->second.node.expired() ? r.entries.erase(it) : std::next(it);
   int64_t id = r.next_id++;
   NodeRef n = ir::make(Op::EXTERNAL, value.dtype(), value.shape(), src, {id});
-  n->buffer = value.node()->buffer;
+  ir::set_buffer(*n, value.node()->buffer);
   r.entries[id] = Entry{n, std::move(backward)};
   return Tensor(n);
 }

@@ -12,6 +12,10 @@ namespace kiln::frontend {
 using ir::NodeRef;
 using ir::Op;
 
+// A tensor made with a lazy graph deeper than this (ir::Node::depth) is realized at once: long
+// chains (a loss summed over many steps) compute in kernels of this depth, not one huge one.
+constexpr uint32_t kMaxLazyDepth = 1000;
+
 // Errors: "kiln.<op>: <message>" naming shapes and dtypes.
 [[noreturn]] void fail(const std::string& op, const std::string& msg);
 int64_t norm_dim(const std::string& op, int64_t d, int64_t ndim);  // negative dims, range check

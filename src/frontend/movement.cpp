@@ -119,10 +119,15 @@ Tensor Tensor::pad(std::vector<int64_t> pads, double value) const {
     if (pads[2 * p] < 0 || pads[2 * p + 1] < 0) fail("pad", "negative padding is not supported; use slice");
     arg[2 * d] = pads[2 * p];
     arg[2 * d + 1] = pads[2 * p + 1];
-    s[d] += pads[2 * p] + pads[2 * p + 1];
+    if (__builtin_add_overflow(s[d], pads[2 * p], &s[d]) ||
+        __builtin_add_overflow(s[d], pads[2 * p + 1], &s[d]))
+      fail("pad", "padding (" + std::to_string(pads[2 * p]) + ", " + std::to_string(pads[2 * p + 1]) +
+                      ") of dim " + std::to_string(d) + " of shape " + shape_str(shape()) +
+                      " gives a size int64 cannot hold");
     any |= pads[2 * p] || pads[2 * p + 1];
   }
   if (!any) return *this;
+  frontend::check_shape("pad", s);
   Tensor padded(ir::make(Op::PAD, dtype(), s, {node()}, arg));
   if (value == 0) return padded;
   // PAD fills zeros; other values come from a padded mask
@@ -147,10 +152,17 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   s[d] = e - b;
   Tensor r = (b == 0 && e == n) ? *this : Tensor(ir::make(Op::SHRINK, dtype(), s, {node()}, arg));
   if (step == 1 || e - b <= 1) return r;
+  int64_t m = (e - b - 1) / step + 1;  // elements kept
+  if (m == 1) return r.slice(d, 0, 1);
   // stride by step: pad to a multiple of step, split the dim into (m, step), keep index 0 of step
-  int64_t m = (e - b + step - 1) / step;
+  // (m >= 2, so step < e - b and the padded size is below 2 * (e - b))
+  int64_t padded;
+  if (__builtin_mul_overflow(m, step, &padded))
+    fail("slice", "step " + std::to_string(step) + " over " + std::to_string(e - b) + " elements of dim " +
+                      std::to_string(d) + " of shape " + shape_str(shape()) +
+                      " needs more than int64 can count");
   std::vector<int64_t> pads(2 * (dim() - d), 0);
-  pads[2 * (dim() - 1 - d) + 1] = m * step - (e - b);
+  pads[2 * (dim() - 1 - d) + 1] = padded - (e - b);
   r = r.pad(pads);
   Shape split = r.shape();
   split[d] = m;

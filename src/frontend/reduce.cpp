@@ -98,6 +98,15 @@ Tensor Tensor::matmul(const Tensor& o) const {
                        " cannot be multiplied (" + std::to_string(k) + " vs " + std::to_string(b.size(-2)) +
                        ")");
   // (..., n, k) x (..., k, m): (..., n, 1, k) * (..., 1, m, k) summed over the last dim
+  Shape out = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2),
+                               Shape(b.shape().begin(), b.shape().end() - 2), "matmul");
+  out.insert(out.end(), {a.size(-2), b.size(-1)});
+  frontend::check_shape("matmul", out);
+  out.push_back(k);
+  if (!ir::checked_numel(out))
+    fail("matmul", "shapes " + shape_str(shape()) + " and " + shape_str(o.shape()) +
+                       ": the product is computed as a broadcast multiply of shape " + shape_str(out) +
+                       ", which has more elements than int64 can count");
   Tensor prod = a.unsqueeze(-2) * b.transpose(-1, -2).unsqueeze(-3);
   Tensor r = prod.sum(-1);
   if (dim() == 1) r = r.squeeze(-2);

@@ -63,7 +63,8 @@ std::vector<Tensor> Tensor::split(std::vector<int64_t> sizes, int64_t dim) const
   int64_t total = 0;
   for (auto s : sizes) {
     if (s < 0) fail("split", "negative split size in " + list_str(sizes));
-    total += s;
+    if (__builtin_add_overflow(total, s, &total))
+      fail("split", "split sizes " + list_str(sizes) + " add up to more than int64 can count");
   }
   if (total != shape()[d])
     fail("split", "split sizes " + list_str(sizes) + " add up to " + std::to_string(total) + ", but dim " +
@@ -84,7 +85,7 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const {
   int64_t d = norm_dim("chunk", dim, this->dim());
   int64_t n = shape()[d];
   if (n == 0) return split(std::vector<int64_t>(static_cast<size_t>(chunks), 0), d);  // as PyTorch
-  return split((n + chunks - 1) / chunks, d);
+  return split((n - 1) / chunks + 1, d);
 }
 
 std::vector<Tensor> Tensor::unbind(int64_t dim) const {
@@ -105,8 +106,8 @@ Tensor Tensor::unflatten(int64_t dim, Shape sizes) const {
       infer = static_cast<int64_t>(i);
     else if (sizes[i] < 0)
       fail("unflatten", "invalid sizes " + shape_str(sizes) + " (one -1 at most)");
-    else
-      known *= sizes[i];
+    else if (__builtin_mul_overflow(known, sizes[i], &known))
+      fail("unflatten", "sizes " + shape_str(sizes) + " have more elements than int64 can count");
   }
   int64_t n = shape()[d];
   if (infer >= 0) {
@@ -137,8 +138,11 @@ Tensor Tensor::repeat(std::vector<int64_t> times) const {
   for (size_t i = 0; i < s.size(); i++) {
     split.insert(split.end(), {1, s[i]});
     big.insert(big.end(), {times[i], s[i]});
-    out.push_back(times[i] * s[i]);
   }
+  if (!ir::checked_numel(big))
+    fail("repeat", list_str(times) + " repeats of shape " + shape_str(shape()) +
+                       " make more elements than int64 can count");
+  for (size_t i = 0; i < s.size(); i++) out.push_back(times[i] * s[i]);
   return reshape(split).expand(big).reshape(out);
 }
 
@@ -154,6 +158,7 @@ Tensor Tensor::repeat_interleave(int64_t repeats, std::optional<int64_t> dim) co
   int64_t d = norm_dim("repeat_interleave", *dim, this->dim());
   Shape big = shape(), out = shape();
   big.insert(big.begin() + d + 1, repeats);
+  frontend::check_shape("repeat_interleave", big);
   out[d] *= repeats;
   return unsqueeze(d + 1).expand(big).reshape(out);
 }
@@ -186,7 +191,7 @@ Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
     fail("narrow", "start " + std::to_string(start) + " is out of range for dim " + std::to_string(d) +
                        " of size " + std::to_string(n));
   if (start < 0) start += n;
-  if (length < 0 || start + length > n)
+  if (length < 0 || length > n - start)
     fail("narrow", "start " + std::to_string(start) + " + length " + std::to_string(length) +
                        " exceeds dim " + std::to_string(d) + " of size " + std::to_string(n));
   return slice(d, start, start + length);
@@ -243,8 +248,12 @@ Tensor cat(const std::vector<Tensor>& ts, int64_t dim) {
     if (!ok)
       fail("cat", "tensor " + std::to_string(i) + " has shape " + shape_str(p) + ", expected " +
                       shape_str(parts[0].shape()) + " in every dim but " + std::to_string(d));
-    s[d] += p[d];
+    if (__builtin_add_overflow(s[d], p[d], &s[d]))
+      fail("cat", "the sizes in dim " + std::to_string(d) + " of the " + std::to_string(parts.size()) +
+                      " tensors (the first of shape " + shape_str(parts[0].shape()) +
+                      ") add up to more than int64 can count");
   }
+  frontend::check_shape("cat", s);
   // each nonempty part padded into place; a padded mask selects it
   Tensor r;
   int64_t at = 0;
@@ -267,6 +276,9 @@ Tensor cat(const std::vector<Tensor>& ts, int64_t dim) {
 Tensor stack(const std::vector<Tensor>& ts, int64_t dim) {
   if (ts.empty()) fail("stack", "needs at least one tensor");
   int64_t d = norm_dim("stack", dim, ts[0].dim() + 1);
+  Shape out = ts[0].shape();
+  out.insert(out.begin() + d, static_cast<int64_t>(ts.size()));
+  frontend::check_shape("stack", out);
   std::vector<Tensor> u;
   for (size_t i = 0; i < ts.size(); i++) {
     if (ts[i].shape() != ts[0].shape())

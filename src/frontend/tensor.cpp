@@ -21,11 +21,45 @@ namespace kiln {
 using frontend::fail;
 using ir::NodeRef;
 
+namespace {
+
+// Computes the tensors' graphs, one schedule per device in the order the devices first appear.
+void compute(const std::vector<Tensor>& ts) {
+  std::vector<std::pair<Device, std::vector<NodeRef>>> groups;
+  for (auto& t : ts) {
+    if (t.node()->op == ir::Op::BUFFER) continue;
+    Device d = t.device();
+    auto g = std::find_if(groups.begin(), groups.end(), [&](auto& e) { return e.first == d; });
+    if (g == groups.end()) g = groups.insert(groups.end(), {d, {}});
+    g->second.push_back(t.node());
+  }
+  for (auto& [d, roots] : groups) runtime::realize(roots, d);
+}
+
+// Points a computed tensor at its buffer, so the graph behind it can be freed (unless autograd will
+// differentiate through it: then the realized node keeps its graph and its buffer).
+void bind_to_buffer(const std::shared_ptr<Tensor::Impl>& impl) {
+  NodeRef& n = impl->node;
+  if (n->op != ir::Op::BUFFER && !autograd::graph_requires_grad(n))
+    n = frontend::buffer_node(n->buffer, n->shape);
+  if (impl->leaf && n->op == ir::Op::BUFFER) autograd::register_leaf(impl);  // after assign_
+  if (jit::Recording* r = jit::active()) r->realized.push_back(impl);
+}
+
+}  // namespace
+
 Tensor::Tensor(std::shared_ptr<const ir::Node> node) : impl_(std::make_shared<Impl>()) {
   // results made while gradients are off are detached: no gradient flows back through them
   if (!grad_enabled() && node->op != ir::Op::BUFFER && node->op != ir::Op::DETACH)
     node = ir::make(ir::Op::DETACH, node->dtype, node->shape, {node});
   impl_->node = std::move(node);
+  // A lazy graph deeper than kMaxLazyDepth is computed now (a loss summed over 10^6 steps): its
+  // graph stays small, and so do the realize that reads it and the kernel that computes it. Values
+  // do not change: this is one more kernel boundary (f16/bf16 values are rounded there, as at any).
+  if (impl_->node->depth > frontend::kMaxLazyDepth && !runtime::realizing()) {
+    compute({*this});
+    bind_to_buffer(impl_);
+  }
 }
 
 const std::shared_ptr<const ir::Node>& Tensor::node() const {
@@ -49,25 +83,11 @@ void realize(const std::vector<Tensor>& wanted) {
   std::vector<frontend::PendingCheck> checks = frontend::take_checks();
   std::vector<Tensor> ts = wanted;
   for (auto& c : checks) ts.push_back(c.ok);
-  // one schedule per device, in the order the devices first appear
-  std::vector<std::pair<Device, std::vector<NodeRef>>> groups;
-  for (auto& t : ts) {
-    if (t.node()->op == ir::Op::BUFFER) continue;
-    Device d = t.device();
-    auto g = std::find_if(groups.begin(), groups.end(), [&](auto& e) { return e.first == d; });
-    if (g == groups.end()) g = groups.insert(groups.end(), {d, {}});
-    g->second.push_back(t.node());
-  }
-  if (groups.empty()) return frontend::verify(checks);
-  for (auto& [d, roots] : groups) runtime::realize(roots, d);
-  // the tensors now point at their buffers, so the graph behind them can be freed (unless autograd
-  // will differentiate through it: then the realized node keeps its graph and its buffer)
-  for (auto& t : ts) {
-    auto& n = const_cast<NodeRef&>(t.node());
-    if (n->op != ir::Op::BUFFER && !autograd::graph_requires_grad(n)) n = buffer_node(n->buffer, n->shape);
-    if (t.impl_->leaf && n->op == ir::Op::BUFFER) autograd::register_leaf(t.impl_);  // after assign_
-    if (jit::Recording* r = jit::active()) r->realized.push_back(t.impl_);
-  }
+  bool lazy =
+      std::any_of(ts.begin(), ts.end(), [](const Tensor& t) { return t.node()->op != ir::Op::BUFFER; });
+  if (!lazy) return frontend::verify(checks);
+  compute(ts);
+  for (auto& t : ts) bind_to_buffer(t.impl_);
   frontend::verify(checks);
 }
 
@@ -85,8 +105,8 @@ Tensor Tensor::to(Device d) const {
   if (n->device < 0 && !n->buffer) {  // constant graphs: computed where they are wanted
     runtime::realize({n}, d);
     // the constant node is shared (hash-consed) with graphs on other devices: take its buffer away
-    std::shared_ptr<Buffer> b = std::move(n->buffer);
-    n->buffer = nullptr;
+    std::shared_ptr<Buffer> b = n->buffer;
+    ir::set_buffer(*n, nullptr);
     return Tensor(buffer_node(b, n->shape));
   }
   realize();

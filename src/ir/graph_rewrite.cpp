@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <iterator>
 
 #include "frontend/attention.h"
 #include "kiln/debug.h"
@@ -131,10 +132,14 @@ const RuleSet& movement_rules() {
 
 std::vector<NodeRef> rewrite_graph(const std::vector<NodeRef>& roots) {
   std::vector<NodeRef> cur = roots;
-  for (const RuleSet* rs : {&movement_rules(), &algebraic_rules(), &fold_constants_rules(), &movement_rules(),
-                            &algebraic_rules()}) {
-    cur = rewrite(cur, *rs);
-    if (settings().debug >= 6) std::cerr << "kiln: graph after " << rs->name() << ":\n" << dump(cur);
+  const RuleSet* passes[] = {&movement_rules(), &algebraic_rules(), &fold_constants_rules(),
+                             &movement_rules(), &algebraic_rules()};
+  for (size_t i = 0; i < std::size(passes); i++) {
+    // the second movement and algebraic passes only matter after a change: the graph is at a fixed
+    // point of both otherwise (the same roots mean no node under them changed)
+    if (i == 3 && cur == roots) break;
+    cur = rewrite(cur, *passes[i]);
+    if (settings().debug >= 6) std::cerr << "kiln: graph after " << passes[i]->name() << ":\n" << dump(cur);
   }
   return cur;
 }

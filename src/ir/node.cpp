@@ -1,6 +1,7 @@
 // Hash-consing table and small constructors for IR nodes.
 #include "ir/node.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -47,10 +48,13 @@ bool same_content(const Node& a, const Node& b) {
   return true;
 }
 
+// The interned nodes by content hash. The entries of nodes gone are dropped in a sweep once they
+// could be a third of the table (each keeps its node's memory: make_shared allocates both at once):
+// amortized O(1) per node, and no sweeps while a large graph stays alive.
 struct Table {
   std::mutex mu;
   std::unordered_multimap<uint64_t, std::weak_ptr<const Node>> map;
-  size_t inserts_since_sweep = 0;
+  std::atomic<int64_t> dead{0};  // interned nodes destroyed since the last sweep (~Node counts)
 };
 
 Table& table() {
@@ -62,12 +66,50 @@ Table& table() {
 
 std::optional<int64_t> checked_numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s)
-    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
-  return n;
+  bool empty = false;
+  for (int64_t d : s) {
+    if (d < 0) return std::nullopt;
+    empty |= d == 0;
+    if (d && __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  }
+  return empty ? 0 : n;
 }
 
 int64_t Node::numel() const { return *checked_numel(shape); }
+
+namespace {
+uint32_t depth_from_sources(const Node& n) {
+  uint32_t d = 0;
+  for (auto& s : n.src) d = std::max(d, s->depth.load(std::memory_order_relaxed) + 1);
+  return d;
+}
+}  // namespace
+
+Node::~Node() {
+  if (interned) table().dead.fetch_add(1, std::memory_order_relaxed);
+  // Freeing the last reference to a long chain would recurse once per node and overflow the
+  // stack: the outermost ~Node on this thread frees, one by one, the sources of all nodes freed
+  // under it.
+  thread_local std::vector<NodeRef>* pending = nullptr;
+  if (src.empty()) return;
+  if (pending) {
+    for (auto& s : src) pending->push_back(std::move(s));
+    return;
+  }
+  std::vector<NodeRef> work = std::move(src);
+  pending = &work;
+  while (!work.empty()) {
+    NodeRef n = std::move(work.back());
+    work.pop_back();
+    n.reset();  // if this was the last reference, its ~Node adds its sources to `work`
+  }
+  pending = nullptr;
+}
+
+void set_buffer(const Node& n, std::shared_ptr<Buffer> b) {
+  n.depth.store(b ? 0 : depth_from_sources(n), std::memory_order_relaxed);
+  n.buffer = std::move(b);
+}
 
 std::string Node::str() const {
   std::ostringstream os;
@@ -112,6 +154,7 @@ NodeRef make_on(int8_t device, Op op, DType dtype, Shape shape, std::vector<Node
   n->fval = fval;
   n->device = op == Op::BUFFER ? static_cast<int8_t>(n->arg.size() > 1 ? n->arg[1] : 0) : device;
   n->hash = content_hash(*n);
+  n->depth.store(depth_from_sources(*n), std::memory_order_relaxed);
   for (auto& s : n->src) {
     if (s->device < 0 || s->device == n->device) continue;
     if (n->device >= 0) {
@@ -125,21 +168,24 @@ NodeRef make_on(int8_t device, Op op, DType dtype, Shape shape, std::vector<Node
     n->device = s->device;
   }
   Table& t = table();
+  std::vector<NodeRef> others;  // released after the lock: the last reference runs ~Node, which locks
   std::lock_guard<std::mutex> lock(t.mu);
   auto [lo, hi] = t.map.equal_range(n->hash);
   for (auto it = lo; it != hi;) {
-    if (auto alive = it->second.lock()) {
+    if (NodeRef alive = it->second.lock()) {
       if (same_content(*alive, *n)) return alive;
+      others.push_back(std::move(alive));
       ++it;
     } else {
       it = t.map.erase(it);
     }
   }
   t.map.emplace(n->hash, n);
-  if (++t.inserts_since_sweep > 2 * t.map.size() + 1024) {  // drop dead entries now and then
+  n->interned = true;
+  if (t.dead.load(std::memory_order_relaxed) > static_cast<int64_t>(t.map.size() / 3) + 1024) {
     for (auto it = t.map.begin(); it != t.map.end();)
       it = it->second.expired() ? t.map.erase(it) : std::next(it);
-    t.inserts_since_sweep = 0;
+    t.dead.store(0, std::memory_order_relaxed);
   }
   return n;
 }
@@ -211,7 +257,7 @@ NodeRef land(NodeRef a, NodeRef b) {
   return alu(Op::AND, std::move(a), std::move(b));
 }
 
-std::vector<NodeRef> toposort(const std::vector<NodeRef>& roots) {
+std::vector<NodeRef> toposort(const std::vector<NodeRef>& roots, bool below_realized) {
   std::vector<NodeRef> order;
   std::unordered_set<const Node*> seen;
   std::vector<std::pair<NodeRef, size_t>> stack;
@@ -221,7 +267,7 @@ std::vector<NodeRef> toposort(const std::vector<NodeRef>& roots) {
     seen.insert(r.get());
     while (!stack.empty()) {
       auto& [n, i] = stack.back();
-      if (i < n->src.size()) {
+      if (i < n->src.size() && (below_realized || !n->buffer)) {
         NodeRef s = n->src[i++];
         if (seen.insert(s.get()).second) stack.push_back({s, 0});
       } else {

@@ -1,6 +1,7 @@
 // The IR node: one hash-consed type for tensor graphs, kernel ASTs and index expressions.
 // Structurally equal nodes are the same object, so CSE is free and `hash` is a content key.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -37,6 +38,15 @@ struct Node {
   // Interval bounds of integer expressions, filled in by the simplifier (cached).
   mutable bool has_bounds = false;
   mutable int64_t vmin_ = 0, vmax_ = 0;
+  // The longest chain of unrealized nodes from here down, this one included: how deep a kernel
+  // computing it would nest. 0 for nodes without sources and for realized ones (see set_buffer).
+  mutable std::atomic<uint32_t> depth{0};
+  bool interned = false;  // in the hash-consing table (make() sets it)
+
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  ~Node();  // frees a chain of sources of any length with a worklist, not by recursion
 
   int64_t numel() const;  // never overflows: make() rejects shapes whose product int64 cannot hold
   bool is_const() const { return op == Op::CONST; }
@@ -44,16 +54,20 @@ struct Node {
   std::string str() const;                                   // one-line summary
 };
 
-// Creates (or finds) the unique node with this content.
-// The number of elements of a shape; nullopt if a dim is negative or the product overflows int64.
+// The number of elements of a shape; nullopt if a dim is negative or the product of the nonzero
+// dims overflows int64 (so every stride of the shape fits int64 too, also when a dim is 0).
 std::optional<int64_t> checked_numel(const Shape& s);
 
+// Creates (or finds) the unique node with this content.
 NodeRef make(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vector<int64_t> arg = {},
              double fval = 0);
 // A CONST that belongs to a device (a code of Device::code()) without being computed: zeros_like of
 // a GPU tensor stays a constant the kernels fold, not a buffer filled on the GPU. Other nodes take
 // their device from their sources; BUFFERs carry theirs in arg.
 NodeRef pinned_const(const NodeRef& c, int8_t device);
+
+// Attaches a node's computed value (nullptr detaches it) and keeps its `depth` in step.
+void set_buffer(const Node& n, std::shared_ptr<Buffer> b);
 
 // Scalars and helpers used by every pass.
 NodeRef const_int(int64_t v, DType t = DType::I64, Shape shape = {});
@@ -79,8 +93,10 @@ NodeRef lt(NodeRef a, int64_t b);
 NodeRef ge(NodeRef a, int64_t b);
 NodeRef land(NodeRef a, NodeRef b);  // logical and of two bool expressions (nullptr means true)
 
-// Nodes reachable from roots, sources before users.
-std::vector<NodeRef> toposort(const std::vector<NodeRef>& roots);
+// Nodes reachable from roots, sources before users. With below_realized = false, the walk does
+// not go below a node that holds a buffer (a realized node that kept its graph for autograd): what
+// a realize computes.
+std::vector<NodeRef> toposort(const std::vector<NodeRef>& roots, bool below_realized = true);
 // Debug dump of a DAG, one line per node.
 std::string dump(const std::vector<NodeRef>& roots);
 // Number of interned nodes alive (for tests of the hash-consing table).

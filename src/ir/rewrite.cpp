@@ -12,6 +12,11 @@ NodeRef with_src(const NodeRef& n, std::vector<NodeRef> new_src) {
   return r;
 }
 
+bool Rewriter::at_fixed_point(const Node* n) const {
+  auto it = memo_.find(n);
+  return it != memo_.end() && it->second.get() == n;
+}
+
 NodeRef Rewriter::operator()(const NodeRef& root) {
   // iterative post-order so deep graphs do not overflow the stack
   std::vector<std::pair<NodeRef, bool>> stack{{root, false}};
@@ -23,8 +28,6 @@ NodeRef Rewriter::operator()(const NodeRef& root) {
     }
     if (n->buffer) {  // realized: its value is computed already, so it is a leaf
       memo_[n.get()] = n;
-      done_.insert(n.get());
-      keep_.push_back(n);
       stack.pop_back();
       continue;
     }
@@ -35,25 +38,30 @@ NodeRef Rewriter::operator()(const NodeRef& root) {
       continue;
     }
     stack.pop_back();
-    std::vector<NodeRef> ns;
-    ns.reserve(n->src.size());
-    for (auto& s : n->src) ns.push_back(memo_.at(s.get()));
-    NodeRef cur = with_src(n, std::move(ns));
+    bool same = true;
+    for (auto& s : n->src) same &= memo_.at(s.get()).get() == s.get();
+    NodeRef cur = n;
+    if (!same) {
+      std::vector<NodeRef> ns;
+      ns.reserve(n->src.size());
+      for (auto& s : n->src) ns.push_back(memo_.at(s.get()));
+      cur = with_src(n, std::move(ns));
+    }
     for (int guard = 0; guard < 1000; guard++) {
       NodeRef next;
       for (auto& rule : rules_.rules_for(cur->op))
         if ((next = rule(cur))) break;
       if (!next || next.get() == cur.get()) break;
-      // the replacement may contain new nodes (or replaced old ones) whose sources need rewriting too
+      // the replacement may contain new nodes (or replaced old ones) whose sources need rewriting
+      // too: rewritten here, with the same memo (the walk stops at nodes already rewritten)
       bool fresh_src = false;
-      for (auto& s : next->src) fresh_src |= !done_.count(s.get());
-      cur = fresh_src ? Rewriter(rules_)(next) : next;
+      for (auto& s : next->src) fresh_src |= !at_fixed_point(s.get());
+      cur = fresh_src ? (*this)(next) : next;
       if (fresh_src) break;
     }
     memo_[n.get()] = cur;
-    done_.insert(cur.get());
-    keep_.push_back(n);
-    keep_.push_back(cur);
+    memo_.emplace(cur.get(), cur);  // a result is at a fixed point: it rewrites to itself
+    keep_.push_back(n);             // memo keys are raw pointers: keep rule outputs that are keys alive
   }
   return memo_.at(root.get());
 }

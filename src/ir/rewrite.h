@@ -43,10 +43,11 @@ class Rewriter {
   std::vector<NodeRef> operator()(const std::vector<NodeRef>& roots);
 
  private:
+  bool at_fixed_point(const Node* n) const;  // a result: rewrites to itself
+
   const RuleSet& rules_;
-  std::unordered_map<const Node*, NodeRef> memo_;
-  std::unordered_set<const Node*> done_;  // results: nodes already at a fixed point
-  std::vector<NodeRef> keep_;             // keeps memo keys and results alive
+  std::unordered_map<const Node*, NodeRef> memo_;  // node -> its rewritten image
+  std::vector<NodeRef> keep_;                      // keeps memo keys alive
 };
 
 NodeRef rewrite(const NodeRef& root, const RuleSet& rules);

@@ -148,12 +148,25 @@ void use_library_gemm(Launch& l, const schedule::Kernel& k) {
   l.bias_bytes = bytes(m->bias_input, m->bias_offset);
 }
 
+thread_local int t_realizing = 0;
+
 }  // namespace
 
+bool realizing() { return t_realizing > 0; }
+
 void realize(const std::vector<NodeRef>& roots, Device device) {
+  struct Scope {
+    Scope() { t_realizing++; }
+    ~Scope() { t_realizing--; }
+  } scope;
   auto t0 = std::chrono::steady_clock::now();
   std::vector<NodeRef> held = held_outside(roots);  // first: before the passes below take references
-  std::vector<NodeRef> rewritten = ir::rewrite_graph(roots);
+  // the held nodes' images come from the same rewrite as the roots' (one memo: each node once)
+  std::vector<NodeRef> images = roots;
+  images.insert(images.end(), held.begin(), held.end());
+  images = ir::rewrite_graph(images);
+  std::vector<NodeRef> rewritten(images.begin(), images.begin() + static_cast<std::ptrdiff_t>(roots.size()));
+  std::vector<NodeRef> held_images(images.begin() + static_cast<std::ptrdiff_t>(roots.size()), images.end());
   schedule::Schedule sched =
       schedule::make_schedule(rewritten, {.library_gemm = device.is_cuda() && cuda::cublaslt_available()});
   stats().schedules++;
@@ -163,7 +176,7 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
   for (auto& k : sched.kernels) lowered.push_back(lower_cached(k.ast, target));
   Stats before = stats();
   std::vector<Launch> runners = load(lowered, device);
-  schedule::MemoryPlan plan = schedule::plan_memory(sched, surviving_outputs(sched, rewritten, held));
+  schedule::MemoryPlan plan = schedule::plan_memory(sched, surviving_outputs(sched, rewritten, held_images));
   OutputBuffers buffers = allocate_outputs(sched, plan, device);
   stats().arena_bytes += static_cast<int64_t>(plan.arena_bytes);
   stats().arena_no_reuse_bytes += static_cast<int64_t>(plan.no_reuse_bytes);
@@ -171,7 +184,7 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
 
   // Every launch is prepared first, so the launches queue back to back (and a profile times the
   // device, not the host's preparation).
-  for (auto& n : sched.empty) n->buffer = std::make_shared<Buffer>(n->dtype, 0, device);
+  for (auto& n : sched.empty) ir::set_buffer(*n, std::make_shared<Buffer>(n->dtype, 0, device));
   std::vector<Launch> launches;
   std::vector<std::vector<void*>> args;
   std::vector<int64_t> bytes;
@@ -209,7 +222,7 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
                 << (p.outer_size > 1 && device.is_cpu() ? ", THREAD" : "")
                 << (launch.gemm ? ", cuBLASLt (the kernel is the fallback)" : "") << "\n";
     }
-    for (size_t o = 0; o < outs.size(); o++) k.outputs[o]->buffer = outs[o];  // later kernels' inputs
+    for (size_t o = 0; o < outs.size(); o++) ir::set_buffer(*k.outputs[o], outs[o]);  // later kernels' inputs
     launches.push_back(std::move(launch));
     args.push_back(std::move(bufs));
     bytes.push_back(nbytes);
@@ -237,9 +250,9 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
     }
     if (settings().validate)
       for (size_t o = 0; o < outs.size(); o++) {  // against the graph, not the buffer just written
-        k.outputs[o]->buffer.reset();
+        ir::set_buffer(*k.outputs[o], nullptr);
         validate(k.outputs[o], p, outs[o]);
-        k.outputs[o]->buffer = outs[o];
+        ir::set_buffer(*k.outputs[o], outs[o]);
       }
   }
   if (profile)
@@ -250,10 +263,10 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
   // reaches one (a case the survivor analysis missed) recomputes it instead of reading stale memory.
   for (size_t i = 0; i < sched.kernels.size(); i++)
     for (size_t o = 0; o < sched.kernels[i].outputs.size(); o++)
-      if (plan.offset[i][o] >= 0) sched.kernels[i].outputs[o]->buffer.reset();
+      if (plan.offset[i][o] >= 0) ir::set_buffer(*sched.kernels[i].outputs[o], nullptr);
   // roots the rewrites turned into other (already computed) nodes share their buffers
   for (size_t i = 0; i < roots.size(); i++)
-    if (!roots[i]->buffer) roots[i]->buffer = rewritten[i]->buffer;
+    if (!roots[i]->buffer) ir::set_buffer(*roots[i], rewritten[i]->buffer);
   if (settings().debug >= 1) {
     Stats& now = stats();
     std::fprintf(stderr,

@@ -11,4 +11,8 @@ namespace kiln::runtime {
 // After this, every root has node->buffer set.
 void realize(const std::vector<ir::NodeRef>& roots, Device device);
 
+// Whether this thread is inside realize(): frontend code the passes call (attention's lowering
+// builds Tensors) must not start another realize from there.
+bool realizing();
+
 }  // namespace kiln::runtime

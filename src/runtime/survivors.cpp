@@ -3,15 +3,13 @@
 
 #include <unordered_map>
 
-#include "ir/graph_rewrite.h"
-
 namespace kiln::runtime {
 
 using ir::Node;
 using ir::NodeRef;
 
 std::vector<NodeRef> held_outside(const std::vector<NodeRef>& roots) {
-  std::vector<NodeRef> order = ir::toposort(roots);
+  std::vector<NodeRef> order = ir::toposort(roots, false);
   std::unordered_map<const Node*, long> owners;  // references this graph and the caller account for
   for (auto& n : order) {
     owners[n.get()] += 1;  // `order`
@@ -30,13 +28,12 @@ std::vector<NodeRef> held_outside(const std::vector<NodeRef>& roots) {
 
 std::unordered_set<const Node*> surviving_outputs(const schedule::Schedule& s,
                                                   const std::vector<NodeRef>& rewritten_roots,
-                                                  const std::vector<NodeRef>& held) {
+                                                  const std::vector<NodeRef>& held_images) {
   std::unordered_set<const Node*> outputs, survivors;
   for (auto& k : s.kernels)
     for (auto& o : k.outputs) outputs.insert(o.get());
   for (auto& r : rewritten_roots) survivors.insert(r.get());
-  if (held.empty()) return survivors;
-  std::vector<NodeRef> stack = ir::rewrite_graph(held);
+  std::vector<NodeRef> stack = held_images;
   std::unordered_set<const Node*> seen;
   while (!stack.empty()) {
     NodeRef n = stack.back();

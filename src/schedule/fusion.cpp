@@ -94,7 +94,7 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
   };
   for (auto& r : roots) add(r);
   for (auto& f : forced) add(f);
-  std::vector<NodeRef> order = ir::toposort(roots);
+  std::vector<NodeRef> order = ir::toposort(roots, false);
   std::unordered_map<const Node*, size_t> topo;
   for (size_t i = 0; i < order.size(); i++) topo[order[i].get()] = i;
   // what is still to compute (nothing below a realized node, whose sources the rewrites never saw):
@@ -114,11 +114,39 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
       add(v && attention_reads(*v) ? v->base : s);  // else a contiguous copy
     }
   }
+  // A chain of more than kMaxFusedDepth fused nodes is cut (at a node that does not broadcast), so
+  // no kernel nests deeper, whatever built the graph. So is a chain of more than kMaxNestedReduces
+  // reduces each over the one before (a row reduce broadcast back, as x - x.mean(-1) repeated): the
+  // kernel would compute each level again inside every reduce above it. It is cut below the reduce,
+  // so the reduce reads its input from memory.
+  struct Nest {
+    uint32_t nodes = 0, reduces = 0;  // on the longest paths down, fused into the same kernel
+  };
+  std::unordered_map<const Node*, Nest> nest;
+  auto cuttable = [&](const NodeRef& n) { return nest.count(n.get()) && !grows(n); };
+  for (auto& n : order) {
+    if (!seen.count(n.get()) || in_points.count(n.get())) continue;  // realized, or a kernel output
+    if (n->op == Op::REDUCE && nest.count(n->src[0].get()) &&
+        nest[n->src[0].get()].reduces >= kMaxNestedReduces && cuttable(n->src[0])) {
+      add(n->src[0]);
+      nest.erase(n->src[0].get());
+    }
+    Nest d{1, 0};
+    for (auto& s : n->src)
+      if (auto it = nest.find(s.get()); it != nest.end())
+        d = {std::max(d.nodes, it->second.nodes + 1), std::max(d.reduces, it->second.reduces)};
+    d.reduces += n->op == Op::REDUCE;
+    if (d.nodes > kMaxFusedDepth && !grows(n))
+      add(n);
+    else
+      nest[n.get()] = d;
+  }
 
   for (bool changed = true; changed;) {
     changed = false;
-    // owners: for each unrealized node, the realize points whose kernels would compute it
-    std::unordered_map<const Node*, std::unordered_set<const Node*>> owners;
+    // owners: for each unrealized node, the realize points whose kernels would compute it (each
+    // point's walk is one run, so a point is listed once)
+    std::unordered_map<const Node*, std::vector<const Node*>> owners;
     std::unordered_map<const Node*, NodeRef> keep;
     for (size_t pi = 0; pi < points.size(); pi++) {
       NodeRef p = points[pi];
@@ -149,7 +177,7 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
         stack.pop_back();
         if (is_realized(n) || in_points.count(n.get())) continue;
         if (!seen.insert(reinterpret_cast<uint64_t>(n.get()) ^ flags).second) continue;
-        owners[n.get()].insert(p.get());
+        if (auto& own = owners[n.get()]; own.empty() || own.back() != p.get()) own.push_back(p.get());
         keep[n.get()] = n;
         // per output element, unless a row reduce the kernel computes once per row
         bool recomputed_reduce =

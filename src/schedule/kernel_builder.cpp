@@ -1,7 +1,7 @@
 // Builds one kernel's AST from the tensor graph: movement ops become index arithmetic over RANGEs,
 // PAD becomes a validity mask that gates loads, fused reduces get their own reduce RANGEs.
 #include <algorithm>
-#include <map>
+#include <cstdint>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -48,7 +48,7 @@ class Builder {
     std::vector<NodeRef> stores;
     for (auto& out : outs_) {
       NodeRef src = out->op == Op::CONTIGUOUS ? out->src[0] : out;
-      NodeRef value = render(src, idx, nullptr, src == out);
+      NodeRef value = render({src, idx, nullptr, src == out});
       stores.push_back(
           ir::make(Op::STORE, out->dtype, {}, {global_of(out), flat_index(idx, out->shape), value}));
     }
@@ -70,29 +70,98 @@ class Builder {
     return ir::make(Op::DEFINE_GLOBAL, n->dtype, {}, {}, {i});
   }
 
-  NodeRef render(const NodeRef& n, const std::vector<NodeRef>& idx, const NodeRef& valid,
-                 bool is_root = false) {
-    std::vector<const void*> key{n.get(), valid.get()};
-    for (auto& i : idx) key.push_back(i.get());
-    auto it = memo_.find(key);
-    if (it != memo_.end()) return it->second;
-    NodeRef r = render_uncached(n, idx, valid, is_root);
-    memo_[key] = r;
-    keep_.push_back(n);  // memo keys are raw pointers: keep what they point at alive
-    keep_.insert(keep_.end(), idx.begin(), idx.end());
-    if (valid) keep_.push_back(valid);
-    return r;
+  // A value to build: node n at the output index idx, read only where `valid` holds (PAD's mask).
+  struct Request {
+    NodeRef n;
+    std::vector<NodeRef> idx;
+    NodeRef valid;
+    bool is_root = false;
+  };
+  using Key = std::vector<const void*>;  // a request's node, mask and index nodes
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      size_t h = 0;
+      for (const void* p : k) h = h * 0x9e3779b97f4a7c15ull + std::hash<const void*>()(p);
+      return h;
+    }
+  };
+  static Key key(const Request& r) {
+    Key k{r.n.get(), r.valid.get()};
+    for (auto& i : r.idx) k.push_back(i.get());
+    return k;
   }
 
-  NodeRef render_uncached(const NodeRef& n, const std::vector<NodeRef>& idx, const NodeRef& valid,
-                          bool is_root) {
-    if (!is_root && (is_realized(n) || points_.count(n.get()))) {
+  // A request being built: the requests it is made from, and what PAD and REDUCE add to them.
+  struct Frame {
+    Request req;
+    Key key;
+    size_t parent, slot;  // where its value goes: the parent frame's vals[slot] (none for the root)
+    bool planned = false;
+    std::vector<Request> needs = {};
+    std::vector<NodeRef> vals = {};    // the values of `needs`, as they are built
+    NodeRef cond = nullptr;            // PAD: where its source is read
+    std::vector<NodeRef> ranges = {};  // REDUCE: its loops
+  };
+  static constexpr size_t kNoParent = SIZE_MAX;
+
+  // Builds requests with an explicit stack (a graph of any depth), each once: sources in order,
+  // depth first, so loop ids and globals are numbered as a recursive walk would.
+  NodeRef render(const Request& root) {
+    NodeRef result;
+    std::vector<Frame> stack;
+    stack.push_back({root, key(root), kNoParent, 0});
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      NodeRef v;
+      if (!f.planned) {
+        if (auto it = memo_.find(f.key); it != memo_.end()) {
+          v = it->second;
+        } else if ((v = plan(f))) {
+          remember(f, v);
+        } else {
+          f.planned = true;
+          f.vals.resize(f.needs.size());
+          size_t fi = stack.size() - 1;  // `f` moves when the stack grows
+          for (size_t k = stack[fi].needs.size(); k-- > 0;) {
+            Request r = std::move(stack[fi].needs[k]);
+            Key rk = key(r);
+            stack.push_back({std::move(r), std::move(rk), fi, k});
+          }
+          continue;
+        }
+      } else {
+        v = finish(f);
+        remember(f, v);
+      }
+      (f.parent == kNoParent ? result : stack[f.parent].vals[f.slot]) = std::move(v);
+      stack.pop_back();
+    }
+    return result;
+  }
+
+  void remember(const Frame& f, const NodeRef& v) {
+    memo_[f.key] = v;
+    keep_.push_back(f.req.n);  // memo keys are raw pointers: keep what they point at alive
+    keep_.insert(keep_.end(), f.req.idx.begin(), f.req.idx.end());
+    if (f.req.valid) keep_.push_back(f.req.valid);
+  }
+
+  // The value of a leaf request, or nullptr after filling f.needs (and f.cond, f.ranges).
+  NodeRef plan(Frame& f) {
+    const NodeRef& n = f.req.n;
+    const std::vector<NodeRef>& idx = f.req.idx;
+    const NodeRef& valid = f.req.valid;
+    if (!f.req.is_root && (is_realized(n) || points_.count(n.get()))) {
       std::vector<NodeRef> src{global_of(n), flat_index(idx, n->shape)};
       if (valid) src.push_back(valid);
       return ir::make(Op::LOAD, n->dtype, {}, src);
     }
     const ir::Shape& in = n->src.empty() ? n->shape : n->src[0]->shape;
     std::vector<NodeRef> sidx = idx;
+    auto from_source = [&](NodeRef v) -> NodeRef {
+      f.needs.push_back({n->src[0], std::move(sidx), std::move(v)});
+      return nullptr;
+    };
     switch (n->op) {
       case Op::CONST: return ir::make(Op::CONST, n->dtype, {}, {}, n->arg, n->fval);
       case Op::IOTA: {
@@ -107,64 +176,75 @@ class Builder {
           NodeRef v = st[j] == 1 ? flat : ir::idiv(flat, st[j]);
           sidx[j] = in[j] == 1 ? ir::const_int(0) : j == 0 ? v : ir::mod(v, in[j]);
         }
-        return render(n->src[0], sidx, valid);
+        return from_source(valid);
       }
       case Op::PERMUTE:
         for (size_t i = 0; i < idx.size(); i++) sidx[n->arg[i]] = idx[i];
-        return render(n->src[0], sidx, valid);
+        return from_source(valid);
       case Op::EXPAND:
         for (size_t i = 0; i < idx.size(); i++)
           if (in[i] == 1) sidx[i] = ir::const_int(0);
-        return render(n->src[0], sidx, valid);
+        return from_source(valid);
       case Op::SHRINK:
         for (size_t i = 0; i < idx.size(); i++)
           if (n->arg[2 * i]) sidx[i] = idx[i] + n->arg[2 * i];
-        return render(n->src[0], sidx, valid);
+        return from_source(valid);
       case Op::FLIP:
         for (size_t i = 0; i < idx.size(); i++)
           if (n->arg[i]) sidx[i] = idx[i] * -1 + (in[i] - 1);
-        return render(n->src[0], sidx, valid);
-      case Op::PAD: {
-        NodeRef cond;
+        return from_source(valid);
+      case Op::PAD:
         for (size_t i = 0; i < idx.size(); i++) {
           int64_t before = n->arg[2 * i], after = n->arg[2 * i + 1];
           if (!before && !after) continue;
           sidx[i] = idx[i] + (-before);
-          if (before) cond = ir::land(cond, ir::ge(idx[i], before));
-          if (after) cond = ir::land(cond, ir::lt(idx[i], before + in[i]));
+          if (before) f.cond = ir::land(f.cond, ir::ge(idx[i], before));
+          if (after) f.cond = ir::land(f.cond, ir::lt(idx[i], before + in[i]));
         }
-        NodeRef v = render(n->src[0], sidx, ir::land(valid, cond));
-        if (!cond) return v;
-        return ir::make(Op::WHERE, n->dtype, {}, {cond, v, ir::const_float(0, n->dtype)});
-      }
-      case Op::REDUCE: {
-        std::vector<NodeRef> src{nullptr};
+        return from_source(ir::land(valid, f.cond));
+      case Op::REDUCE:
         for (size_t a = 1; a < n->arg.size(); a++) {
           NodeRef r = ir::range(next_range_++, in[n->arg[a]], true);
           sidx[n->arg[a]] = r;
-          src.push_back(r);
+          f.ranges.push_back(r);
         }
-        src[0] = render(n->src[0], sidx, valid);
-        return ir::make(Op::REDUCE, n->dtype, {}, src, {n->arg[0]});
-      }
-      case Op::CONTIGUOUS: return render(n->src[0], idx, valid);
+        return from_source(valid);
+      case Op::CONTIGUOUS: return from_source(valid);
       case Op::BUFFER: break;
       default:
         if (ir::is_elementwise(n->op)) {
-          std::vector<NodeRef> src;
-          for (auto& s : n->src) src.push_back(render(s, idx, valid));
-          return ir::make(n->op, n->dtype, {}, src, n->arg);
+          for (auto& s : n->src) f.needs.push_back({s, idx, valid});
+          return nullptr;
         }
     }
     throw Error(std::string("kiln.schedule: cannot build a kernel for ") + ir::op_name(n->op) + " " +
                 n->str());
   }
 
+  // The value of a planned request from the values of what it needs.
+  static NodeRef finish(const Frame& f) {
+    const NodeRef& n = f.req.n;
+    const std::vector<NodeRef>& vals = f.vals;
+    switch (n->op) {
+      case Op::PAD:
+        if (!f.cond) return vals[0];
+        return ir::make(Op::WHERE, n->dtype, {}, {f.cond, vals[0], ir::const_float(0, n->dtype)});
+      case Op::REDUCE: {
+        std::vector<NodeRef> src{vals[0]};
+        src.insert(src.end(), f.ranges.begin(), f.ranges.end());
+        return ir::make(Op::REDUCE, n->dtype, {}, src, {n->arg[0]});
+      }
+      default:
+        if (ir::is_elementwise(n->op)) return ir::make(n->op, n->dtype, {}, vals, n->arg);
+        return vals[0];  // views and CONTIGUOUS: the source's value at the mapped index
+    }
+  }
+
   const std::unordered_set<const Node*>& points_;
   std::vector<NodeRef> outs_;
   std::vector<NodeRef> globals_;
   std::unordered_map<const Node*, int64_t> global_index_;
-  std::map<std::vector<const void*>, NodeRef> memo_;
+  std::unordered_map<Key, NodeRef, KeyHash> memo_;
   std::vector<NodeRef> keep_;
   int64_t next_range_ = 0;
 };
@@ -215,7 +295,7 @@ namespace {
 Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<NodeRef>& forced) {
   std::vector<NodeRef> points = realize_points(roots, forced);
   std::unordered_map<const Node*, size_t> topo;
-  auto order = ir::toposort(roots);
+  auto order = ir::toposort(roots, false);
   for (size_t i = 0; i < order.size(); i++) topo[order[i].get()] = i;
   std::sort(points.begin(), points.end(), [&](auto& a, auto& b) { return topo[a.get()] < topo[b.get()]; });
   std::unordered_set<const Node*> point_set;

@@ -18,6 +18,13 @@ struct Schedule {
   std::vector<ir::NodeRef> empty;  // realized nodes with no elements (no kernel needed)
 };
 
+// The most nodes a kernel fuses along one path: a longer chain is cut by a realize point, so that
+// kernel ASTs and the passes over them stay this deep (tensors are realized at half this depth
+// already, see frontend::kMaxLazyDepth).
+constexpr uint32_t kMaxFusedDepth = 2000;
+// The most reduces a kernel nests one inside the other (layernorm and softmax nest two).
+constexpr uint32_t kMaxNestedReduces = 8;
+
 // Nodes that become buffers, given the roots to realize (the fusion decision, see fusion.cpp), and
 // nodes that must be realized besides (`forced`).
 std::vector<ir::NodeRef> realize_points(const std::vector<ir::NodeRef>& roots,

@@ -292,6 +292,23 @@ TEST(DataMnist, ReadsIdxFilesAndRejectsBadFiles) {
   expect_error([&] { mnist_dataset(dir.file("img"), dir.file("lbl2")); }, "has 3 images but");
 }
 
+TEST(DataMnist, AHeaderOfMoreElementsThanTheFileHoldsIsAnError) {
+  TempDir dir;
+  // 2^31 x 2^31 x 4 elements: 2^64, which a size_t product wraps to 0 (the empty file's size)
+  std::vector<uint8_t> img = be32(2051);
+  for (uint32_t v : {1u << 31, 1u << 31, 4u})
+    for (uint8_t byte : be32(v)) img.push_back(byte);
+  write_bytes(dir.file("huge"), img);
+  expect_error([&] { read_mnist_images(dir.file("huge")); },
+               "truncated: header (2147483648, 2147483648, 4) needs more than 2^64 bytes of data");
+  // 2^62 elements fit int64, but not the file: refused before anything is allocated for them
+  img[15] = 1;
+  write_bytes(dir.file("big"), img);
+  expect_error([&] { read_mnist_images(dir.file("big")); },
+               "truncated: header (2147483648, 2147483648, 1) needs 4611686018427387904 bytes of data, the "
+               "file has 0");
+}
+
 TEST(DataTokenizer, CharRoundTripSaveLoad) {
   TempDir dir;
   std::string text = "hello, wörld! ✓\nhi";

@@ -64,7 +64,8 @@ TEST(Errors, UnsupportedDtypes) {
 TEST(Errors, ShapesWithMoreElementsThanInt64CanCount) {
   const int64_t big = int64_t{1} << 32;
   const std::string shape = "(4294967296, 4294967296)";
-  expect_error([&] { zeros({big, big}); }, {"kiln.full:", shape, "int64"});
+  expect_error([&] { zeros({big, big}); }, {"kiln.zeros:", shape, "int64"});
+  expect_error([&] { full({big, big}, 1.0); }, {"kiln.full:", shape, "int64"});
   expect_error([&] { rand({big, big}); }, {"kiln.rand:", shape, "int64"});
   expect_error([&] { ones({1, 1}).expand({big, big}); }, {"kiln.expand:", shape, "int64"});
   expect_error([&] { ones({1}).reshape({big, big, 0}); }, {"kiln.reshape:", "int64"});

@@ -178,3 +178,14 @@ TEST(Fusion, RealizedTensorIsALeafOfLaterSchedules) {
   EXPECT_TRUE(
       kiln::testing::expect_values((z + 1).sum(), {2 + 2 * (-3 - 2 * std::log1p(std::exp(-3.0)))}, 1e-6));
 }
+
+TEST(Fusion, ReducesNestedDeeperThanTheLimitAreCut) {
+  // each step's mean reduces the step before: one kernel would compute every level again inside
+  // each reduce above it (time quadratic in the steps), so the chain is cut every kMaxNestedReduces
+  Tensor y = r({4, 16}, 31);
+  constexpr int kSteps = 40;
+  for (int i = 0; i < kSteps; i++) y = y - y.mean(-1, true) * 0.5;
+  int64_t k = kernels_for({y});
+  EXPECT_GE(k, kSteps / static_cast<int64_t>(schedule::kMaxNestedReduces));
+  EXPECT_LE(k, 2 * kSteps / static_cast<int64_t>(schedule::kMaxNestedReduces) + 1);
+}
