@@ -25,8 +25,16 @@ struct Settings {
   // KILN_LAYERNORM=tile: F::layer_norm on CPU f32/bf16 tensors runs the tile kernels of
   // kernels/layernorm (forward and backward) instead of the generated kernels ("generated")
   std::string layernorm = "generated";
+  std::string device = "cpu";   // KILN_DEVICE: where tensors that name no device go
+  std::string nvrtc, cublaslt;  // KILN_NVRTC, KILN_CUBLASLT: library paths tried first
+  int tile_timeout_ms = 2000;   // KILN_TILE_TIMEOUT_MS: a tile wait on the GPU fails after this long
+  int tile_trace = -1;          // KILN_TILE_TRACE: the core whose GPU timeline is recorded (-1: none)
+  int tile_trace_last = 0;      // KILN_TILE_TRACE_LAST: that core's last n events printed in order
+  int tile_compute_warps = 4;   // KILN_TILE_COMPUTE_WARPS: warps of a tile program's compute role
 };
-// Read once from the environment; tests may change them.
+// Read once from the environment (every KILN_* variable is declared in src/runtime/settings.cpp;
+// `kiln info` lists them); an invalid value is a kiln::Error naming the variable, the value and
+// what is allowed, thrown by every call. Tests may change the fields.
 Settings& settings();
 
 struct Stats {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "kiln/debug.h"
 #include "kiln/error.h"
 #include "tile/cuda/launch_state.h"
 #include "tile/program_desc.h"
@@ -196,21 +197,10 @@ Program& Program::gpu_compute_warps(int warps) {
 }
 
 int cuda_compute_warps(const Program::Desc& d) {
-  static const int fallback = [] {
-    const char* v = std::getenv("KILN_TILE_COMPUTE_WARPS");
-    int n = v ? std::atoi(v) : 4;
-    return valid_warps(n) ? n : 4;
-  }();
-  return d.compute_warps ? d.compute_warps : fallback;
+  return d.compute_warps ? d.compute_warps : settings().tile_compute_warps;
 }
 
-int trace_core() {
-  const char* v = std::getenv("KILN_TILE_TRACE");
-  if (!v || !*v) return -1;
-  char* end = nullptr;
-  long n = std::strtol(v, &end, 10);
-  return *end == 0 && n >= 0 && n < (1 << 20) ? static_cast<int>(n) : -1;
-}
+int trace_core() { return settings().tile_trace; }
 
 int64_t Program::cb_bytes() const { return static_cast<int64_t>(layout_cbs(*d_).total); }
 

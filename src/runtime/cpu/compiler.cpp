@@ -113,7 +113,8 @@ void compile_shared_object(const std::string& source, const std::string& so_path
   if (rc != 0) {
     std::remove(tmp.c_str());
     throw Error(std::string("kiln.compile: the ") + (lang == Language::C ? "C" : "C++") + " compiler (" + cc +
-                ") failed on kernel(s) " + what + ":\n" + out);
+                ") failed on kernel(s) " + what +
+                (out.empty() ? " with exit status " + std::to_string(rc) + " and no output" : ":\n" + out));
   }
   if (std::rename(tmp.c_str(), so_path.c_str()) != 0) {
     std::remove(tmp.c_str());

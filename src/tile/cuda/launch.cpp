@@ -46,11 +46,7 @@ std::pair<int64_t, int64_t> as_2d(const Shape& s) {
 
 size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-long long timeout_ms() {
-  const char* v = std::getenv("KILN_TILE_TIMEOUT_MS");
-  long long ms = v ? std::atoll(v) : 0;
-  return ms > 0 ? ms : 2000;
-}
+long long timeout_ms() { return settings().tile_timeout_ms; }
 
 void check_limits(const Program::Desc& d) {
   if (d.tensors.size() > static_cast<size_t>(cuda_abi::kMaxTensors))
