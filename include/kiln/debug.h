@@ -56,7 +56,7 @@ struct Stats {
   int64_t graph_launches = 0;      // CUDA graphs launched (each runs a replay's kernels)
 };
 Stats& stats();
-// Forget compiled programs held in memory (the disk cache stays): the next run must load from disk.
+// Forget compiled kernels held in memory (the kernel cache on disk stays): the next run loads from disk.
 void clear_memory_cache();
 
 }  // namespace kiln

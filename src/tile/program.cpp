@@ -202,6 +202,11 @@ int cuda_compute_warps(const Program::Desc& d) {
 
 int trace_core() { return settings().tile_trace; }
 
+std::string source_position(const std::string& file, int line) {
+  std::string at = (file.empty() ? "?" : file) + ":" + std::to_string(line < 0 ? -line : line);
+  return line < 0 ? "the end of the scope of the block taken at " + at : at;
+}
+
 int64_t Program::cb_bytes() const { return static_cast<int64_t>(layout_cbs(*d_).total); }
 
 int64_t Program::cb_bytes_limit() { return cb_memory_limit(kSharedMemoryPerBlock); }

@@ -65,6 +65,9 @@ enum class Target { Cpu, Cuda };
 int cuda_compute_warps(const Program::Desc& d);
 // KILN_TILE_TRACE=<core>: the core whose timeline a GPU launch records and prints; -1: none.
 int trace_core();
+// A kernel source position for messages: "k.cpp:7", or for a negative line (abi::Loc) "the end of
+// the scope of the block taken at k.cpp:7".
+std::string source_position(const std::string& file, int line);
 inline int cuda_warps(const Program::Desc& d) {
   return cuda_compute_warps(d) + static_cast<int>(d.dm_roles.size());
 }
