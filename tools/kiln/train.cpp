@@ -70,10 +70,11 @@ int train(int argc, char** argv) {
       double per = (el - el_at_10) / 20;
       auto fit = static_cast<int64_t>(30 + 0.97 * (budget - el) / per);
       if (fit < steps) {
-        steps = std::max(fit, std::max<int64_t>(31, warmup + 1));
+        steps = std::max({fit, warmup + 1, int64_t{31}});  // the schedule's end stays past the warmup
         sched.set_total_steps(steps);
-        std::printf("about %lld steps fit in %g minutes: the learning-rate schedule now ends there\n",
-                    static_cast<long long>(steps), minutes);
+        std::printf("about %lld steps fit in %g minutes: the learning-rate schedule now ends at step %lld\n",
+                    static_cast<long long>(std::max<int64_t>(fit, 0)), minutes,
+                    static_cast<long long>(steps));
       }
     }
     if (step % 50 == 0 || step + 1 == steps)
