@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 PREFIX ?= /usr/local
 
-.PHONY: all build demo test install sanitize sanitize-thread bench fuzz format check-deps clean
+.PHONY: all build demo test install sanitize sanitize-thread bench fuzz fuzz-files format check-deps clean
 
 all: build
 
@@ -53,6 +53,12 @@ FUZZ_COUNT ?= 100000
 fuzz: check-deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS) --target kiln_fuzz
 	$(BUILD)/tools/kiln_fuzz --seed $(FUZZ_SEED) --count $(FUZZ_COUNT) --jobs $(JOBS)
+
+# file-format fuzzing (tests/io/test_file_fuzz.cpp): FUZZ_FILES mutants of each file format
+FUZZ_FILES ?= 10000
+fuzz-files: check-deps $(BUILD)/Makefile
+	cmake --build $(BUILD) -j $(JOBS) --target kiln_tests
+	KILN_FUZZ_FILES=$(FUZZ_FILES) $(BUILD)/tests/kiln_tests --gtest_filter='FileFuzz.*'
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

@@ -1,12 +1,19 @@
 #include "helpers.h"
 
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "runtime/interpreter.h"
@@ -258,6 +265,53 @@ TempCache::~TempCache() {
   settings() = saved;
   clear_memory_cache();
   std::filesystem::remove_all(dir);
+}
+
+int run_with_memory_limit(size_t extra_bytes, const std::function<int()>& body, int limit_s) {
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return -2;
+  if (pid == 0) {
+    size_t pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;  // the address space's size, in pages
+    rlimit lim{};
+    lim.rlim_cur = lim.rlim_max = pages * static_cast<size_t>(sysconf(_SC_PAGESIZE)) + extra_bytes;
+    if (pages == 0 || setrlimit(RLIMIT_AS, &lim) != 0) _exit(98);
+    int code = 99;
+    try {
+      code = body();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "exception in the memory-limited child: %s\n", e.what());
+    }
+    std::fflush(nullptr);
+    _exit(code);
+  }
+  int status = 0;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(limit_s);
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > end) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -3;
+}
+
+bool sanitized_build() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  return true;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
 }
 
 }  // namespace kiln::testing

@@ -53,6 +53,15 @@ struct TempCache {
   ~TempCache();
 };
 
+// Runs body in a forked child whose address space may grow by at most `extra_bytes` beyond its size
+// at the fork (RLIMIT_AS); body's result is the child's exit code (an exception escaping it: 99, with
+// its message on stderr). Returns that code, 128 + the signal that ended the child, or -1 when it ran
+// past `limit_s` seconds (then it is killed: a hang).
+int run_with_memory_limit(size_t extra_bytes, const std::function<int()>& body, int limit_s = 120);
+// Builds with a sanitizer: their allocators report an allocation RLIMIT_AS refuses instead of
+// failing it, so tests of that skip.
+bool sanitized_build();
+
 // A fixture for tests that need a GPU: skipped, with the reason, where no CUDA GPU is usable.
 class GpuTest : public ::testing::Test {
  protected:

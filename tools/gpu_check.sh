@@ -4,7 +4,8 @@
 # prints a table last. Usage: tools/gpu_check.sh [build dir] [workloads...]
 #   KILN_GTEST_SOURCE_DIR: GoogleTest sources, where the libgtest-dev package is missing
 #   SKIP_SUITE=1, SKIP_SANITIZER=1, SKIP_BENCH=1, SKIP_TORCH=1: leave a part out
-#   SANITIZER_FILTER: the tests compute-sanitizer runs (default: every CUDA test)
+#   SANITIZER_FILTER: the tests compute-sanitizer runs (default: every CUDA test);
+#   SANITIZER_TOOLS: its tools (default: memcheck racecheck synccheck initcheck)
 #   FUZZ_GPU=N, FUZZ_CPU=N: N random graphs of the differential fuzzer on the GPU / on the CPU
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,9 +40,10 @@ if [ -z "${SKIP_SUITE:-}" ]; then
 fi
 
 if [ -z "${SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; then
-  for tool in memcheck racecheck; do
+  # tile programs run many times slower under the tools: a longer no-progress limit
+  for tool in ${SANITIZER_TOOLS:-memcheck racecheck synccheck initcheck}; do
     step "compute-sanitizer --tool $tool"
-    compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD"/tests/kiln_tests \
+    KILN_TILE_TIMEOUT_MS=120000 compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD"/tests/kiln_tests \
       --gtest_filter="${SANITIZER_FILTER:-Cuda*:RenderCuda*:CuBLASLt*:TileCuda*}" \
       > "$OUT/sanitizer_$tool.log" 2>&1
     rc=$?; tail -3 "$OUT/sanitizer_$tool.log"; echo "compute-sanitizer $tool exit $rc"; [ $rc = 0 ] || status=1

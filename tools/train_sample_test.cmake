@@ -28,3 +28,19 @@ execute_process(COMMAND ${KILN} sample --model ${WORK}/model --tokens 5 --prompt
 if(NOT rc EQUAL 2 OR NOT err MATCHES "^kiln: data::CharTokenizer::encode: character \"日\" [(]U[+]65E5[)] is not in the vocabulary of [0-9]+\n$")
   message(FATAL_ERROR "kiln sample --prompt 'the 日': exit ${rc}, '${err}'")
 endif()
+
+# A damaged config.txt is refused before the model is built (n_layer 100000 once grew memory
+# without bound), naming the file, the field and its range; a directory given as the text is named.
+file(COPY ${WORK}/model/ DESTINATION ${WORK}/bad_model)
+file(READ ${WORK}/model/config.txt config)
+string(REGEX REPLACE "n_layer [0-9]+" "n_layer 100000" config "${config}")
+file(WRITE ${WORK}/bad_model/config.txt "${config}")
+execute_process(COMMAND ${KILN} sample --model ${WORK}/bad_model --tokens 5
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "bad_model/config.txt: n_layer 100000 is out of range: an integer in \\[1, 1024\\]")
+  message(FATAL_ERROR "kiln sample with n_layer 100000: rc ${rc}, '${err}'")
+endif()
+execute_process(COMMAND ${KILN} train --text ${WORK} --steps 1 RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "is a directory, not a file")
+  message(FATAL_ERROR "kiln train on a directory: rc ${rc}, '${err}'")
+endif()

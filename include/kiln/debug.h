@@ -11,13 +11,16 @@ struct Settings {
   bool noopt = false;      // KILN_NOOPT=1: no kernel optimizations
   bool validate = false;   // KILN_VALIDATE=1: check every kernel against the reference interpreter
   bool fast_math = false;  // KILN_FAST_MATH=1: allow x*0 -> 0 on floats
-  int threads = 0;         // KILN_THREADS (0 = all cores)
+  int threads = 0;         // KILN_THREADS: worker threads where > 0, else all cores (a value set
+                           // here is checked like the variable where the threads start)
   std::string cc;          // KILN_CC (default: cc, gcc or clang on PATH)
   std::string cxx;         // KILN_CXX, for tile kernels (default: c++, g++ or clang++ on PATH)
   // KILN_CFLAGS: appended to every kernel compile (C and tile C++); a sanitized build
   // (KILN_SANITIZE) starts it with its -fsanitize flags and defaults cc/cxx to its own compilers
   std::string cflags;
-  std::string cache_dir;   // KILN_CACHE_DIR (default ~/.cache/kiln)
+  // KILN_CACHE_DIR (default $XDG_CACHE_HOME/kiln, ~/.cache/kiln, or /tmp/kiln-cache-<uid> made 0700);
+  // one that cannot be used gives a warning and a private temporary directory instead
+  std::string cache_dir;
   bool tf32 = false;       // KILN_TF32=1: f32 matmuls on CUDA may use TF32 tensor cores (cuBLASLt)
   bool profile = false;    // KILN_PROFILE=1: time each schedule's kernels on the device (Stats::device_ms)
   bool cuda_graph = true;  // KILN_CUDA_GRAPH=0: kiln::Jit replays on CUDA launch each kernel, no CUDA graph
@@ -27,10 +30,12 @@ struct Settings {
   std::string layernorm = "generated";
   std::string device = "cpu";   // KILN_DEVICE: where tensors that name no device go
   std::string nvrtc, cublaslt;  // KILN_NVRTC, KILN_CUBLASLT: library paths tried first
-  int tile_timeout_ms = 2000;   // KILN_TILE_TIMEOUT_MS: a tile wait on the GPU fails after this long
+  int tile_timeout_ms = 0;      // KILN_TILE_TIMEOUT_MS: ms a tile launch may go without progress
+                                // (0: 2000 on the GPU, 10000 on the CPU)
   int tile_trace = -1;          // KILN_TILE_TRACE: the core whose GPU timeline is recorded (-1: none)
   int tile_trace_last = 0;      // KILN_TILE_TRACE_LAST: that core's last n events printed in order
   int tile_compute_warps = 4;   // KILN_TILE_COMPUTE_WARPS: warps of a tile program's compute role
+  int fuzz_files = 0;           // KILN_FUZZ_FILES: mutants per format of the file-fuzzing test (0: 500)
 };
 // Read once from the environment (every KILN_* variable is declared in src/runtime/settings.cpp;
 // `kiln info` lists them); an invalid value is a kiln::Error naming the variable, the value and

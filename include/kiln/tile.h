@@ -19,8 +19,13 @@ inline constexpr int64_t kTileSize = 32;
 // value, so an oversize kernel fails without a GPU too) and throws kiln::Error listing the CBs.
 inline constexpr int64_t kSharedMemoryPerBlock = 232448;
 
+// The most cores a program may have: each costs a CPU launch a stack per role (256 KB) and its CBs,
+// a GPU launch a thread block.
+inline constexpr int64_t kMaxCores = 65536;
+
 // The cores a program runs on: a plain count (no topology: multicast and core_x/core_y are compile
-// errors) or a rows x cols grid (core (x, y) = (column, row), index = y * cols + x).
+// errors) or a rows x cols grid (core (x, y) = (column, row), index = y * cols + x); at most
+// kMaxCores in all.
 struct Grid {
   static Grid cores(int n);
   static Grid grid2d(int rows, int cols);
@@ -99,7 +104,8 @@ class Program {
   // then runs every core; throws kiln::Error on a compile error or a failed debug check. The
   // program runs where its inputs are: on the CPU, or on the GPU that holds them (core = thread
   // block; outputs are then on that GPU too; a GPU deadlock is reported after KILN_TILE_TIMEOUT_MS,
-  // default 2000).
+  // default 2000). On the CPU a launch that makes no progress for KILN_TILE_TIMEOUT_MS (default
+  // 10000) while a role runs kernel code is an error too (docs/tile.md, section 9).
   void run();
   // An output's value after run().
   Tensor result(const std::string& name) const;

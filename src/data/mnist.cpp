@@ -23,15 +23,21 @@ std::pair<Shape, std::vector<uint8_t>> read_idx(const std::string& what, const s
     throw bad("bad magic number " + std::to_string(m) + " (expected " + std::to_string(magic) + " for " +
               (magic == 2051 ? "images" : "labels") + ")");
   Shape dims;
-  size_t n = 1;
+  uint64_t n = 1;
+  bool overflow = false;  // dims up to 2^32 - 1 each: their product may not fit 64 bits
   for (size_t d = 0; d < ndims; d++) {
     dims.push_back(be32(&bytes[4 * (1 + d)]));
-    n *= static_cast<size_t>(dims.back());
+    auto dim = static_cast<uint64_t>(dims.back());
+    overflow |= dim != 0 && n > UINT64_MAX / dim;
+    n *= dim;
   }
-  if (bytes.size() - header != n)
-    throw bad((bytes.size() - header < n ? "truncated: header " : "size mismatch: header ") +
-              shape_str(dims) + " needs " + std::to_string(n) + " bytes of data, the file has " +
-              std::to_string(bytes.size() - header));
+  for (size_t d = 1; d < ndims; d++)  // an image of no pixels would make any count of them fit
+    if (dims[d] == 0) throw bad("image dimensions must be at least 1, the header says " + shape_str(dims));
+  size_t have = bytes.size() - header;
+  if (overflow || have != n)
+    throw bad((overflow || have < n ? "truncated: header " : "size mismatch: header ") + shape_str(dims) +
+              " needs " + (overflow ? std::string("more than 2^64") : std::to_string(n)) +
+              " bytes of data, the file has " + std::to_string(have));
   return {dims, std::vector<uint8_t>(bytes.begin() + static_cast<std::ptrdiff_t>(header), bytes.end())};
 }
 }  // namespace

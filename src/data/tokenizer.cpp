@@ -1,6 +1,8 @@
 // data::CharTokenizer (sorted unique code points of a UTF-8 text) and data::ByteTokenizer (256 ids).
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include "data/io.h"
@@ -10,6 +12,19 @@ namespace kiln::data {
 
 namespace {
 const char* kHeader = "kiln-char-tokenizer 1";
+constexpr uint64_t kMaxVocab = 0x110000 - 0x800;  // code points less the surrogates
+
+// `s` as a decimal number (digits only, the whole string) if it is at most `max`, else nullopt:
+// never wrapped or truncated (2^32 + 97 is not 'a').
+std::optional<uint64_t> parse_decimal(const std::string& s, uint64_t max) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v > max) return std::nullopt;
+  return v;
+}
+
+// A line of the file as quoted in messages: at most 40 bytes.
+std::string shown(const std::string& line) { return line.size() <= 40 ? line : line.substr(0, 40) + "..."; }
 
 std::vector<char32_t> utf8_decode(const std::string& s, const std::string& what) {
   std::vector<char32_t> out;
@@ -116,27 +131,21 @@ CharTokenizer CharTokenizer::load(const std::string& path) {
   auto bad = [&](const std::string& msg) { return Error("kiln: " + what + ": \"" + path + "\": " + msg); };
   std::string line;
   if (!std::getline(in, line) || line != kHeader)
-    throw bad("not a character tokenizer file (first line \"" + line + "\")");
-  int64_t n = -1;
+    throw bad("not a character tokenizer file (first line \"" + shown(line) + "\")");
   if (!std::getline(in, line)) throw bad("missing the vocabulary size");
-  try {
-    n = std::stoll(line);
-  } catch (...) {
-    throw bad("bad vocabulary size \"" + line + "\"");
-  }
-  if (n < 0) throw bad("bad vocabulary size \"" + line + "\"");
+  auto n = parse_decimal(line, kMaxVocab);
+  if (!n)
+    throw bad("bad vocabulary size \"" + shown(line) + "\" (a number in [0, " + std::to_string(kMaxVocab) +
+              "]: distinct Unicode code points)");
   std::vector<char32_t> vocab;
-  for (int64_t k = 0; k < n; k++) {
+  for (uint64_t k = 0; k < *n; k++) {
     if (!std::getline(in, line))
-      throw bad("truncated: " + std::to_string(k) + " of " + std::to_string(n) + " entries");
-    size_t used = 0;
-    long long v = -1;
-    try {
-      v = std::stoll(line, &used);
-    } catch (...) {
-    }
-    if (v < 0 || used != line.size()) throw bad("bad entry " + std::to_string(k) + ": \"" + line + "\"");
-    vocab.push_back(static_cast<char32_t>(v));
+      throw bad("truncated: " + std::to_string(k) + " of " + std::to_string(*n) + " entries");
+    auto cp = parse_decimal(line, 0x10ffff);
+    if (!cp)
+      throw bad("bad entry " + std::to_string(k) + ": \"" + shown(line) +
+                "\" (a code point is a number in [0, " + std::to_string(0x10ffff) + "])");
+    vocab.push_back(static_cast<char32_t>(*cp));
   }
   try {
     return CharTokenizer(std::move(vocab));

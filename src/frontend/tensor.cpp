@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iomanip>
+#include <new>
 #include <sstream>
 
 #include "frontend/checks.h"
@@ -102,7 +103,13 @@ std::vector<T> Tensor::to_vector() const {
   realize();
   std::shared_ptr<const Buffer> hb = on_host(node()->buffer);
   const Buffer& b = *hb;
-  std::vector<T> out(static_cast<size_t>(b.numel));
+  std::vector<T> out;
+  try {
+    out.resize(static_cast<size_t>(b.numel));
+  } catch (const std::bad_alloc&) {
+    fail("to_vector", "out of host memory for " + std::to_string(b.numel) + " elements of " +
+                          std::to_string(sizeof(T)) + " bytes (tensor of shape " + shape_str(shape()) + ")");
+  }
   for (int64_t k = 0; k < b.numel; k++) {
     if constexpr (std::is_floating_point_v<T>)
       out[k] = static_cast<T>(b.get_f(k));

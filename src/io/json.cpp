@@ -2,6 +2,7 @@
 // validated as UTF-8 and \u escapes (with surrogate pairs) decoded to UTF-8.
 #include "io/json.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace kiln::io::json {
@@ -126,16 +127,12 @@ class Parser {
       i_++;
       return;
     }
+    std::vector<size_t> key_at;
     for (;;) {
       skip_ws();
       if (peek() != '"') error("expected a string key");
-      size_t key_at = i_;
+      key_at.push_back(i_);
       std::string key = string();
-      for (auto& m : v.members)
-        if (m.first == key) {
-          i_ = key_at;
-          error("duplicate key \"" + key + "\"");
-        }
       skip_ws();
       expect(':');
       skip_ws();
@@ -146,8 +143,25 @@ class Parser {
         continue;
       }
       expect('}');
+      check_unique_keys(v, key_at);
       return;
     }
+  }
+
+  // Duplicate keys by sorting, not by comparing each key with all before it (a header may have
+  // 10^5 tensors: that took a minute); the error points at the later of the two.
+  void check_unique_keys(const Value& v, const std::vector<size_t>& key_at) {
+    if (v.members.size() < 2) return;
+    std::vector<size_t> order(v.members.size());
+    for (size_t k = 0; k < order.size(); k++) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return v.members[a].first != v.members[b].first ? v.members[a].first < v.members[b].first : a < b;
+    });
+    for (size_t k = 1; k < order.size(); k++)
+      if (v.members[order[k]].first == v.members[order[k - 1]].first) {
+        i_ = key_at[order[k]];
+        error("duplicate key \"" + v.members[order[k]].first + "\"");
+      }
   }
 
   void array(Value& v, int depth) {

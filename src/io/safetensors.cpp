@@ -10,10 +10,10 @@
 #include <cstring>
 #include <vector>
 
-#include "io/atomic_file.h"
 #include "io/json.h"
 #include "ir/node.h"
 #include "kiln/io.h"
+#include "runtime/atomic_file.h"
 #include "runtime/buffer.h"
 
 namespace kiln::io {
@@ -90,6 +90,8 @@ std::vector<Entry> parse_header(const std::string& path, std::string_view header
       if (dt->text == d.name) e.dtype = d.dtype, known = true;
     if (!known) bad(path, what + "unknown dtype " + quoted(dt->text));
     if (sh->kind != json::Value::Kind::Array) bad(path, what + "shape must be an array");
+    // the product of the nonzero dims must fit int64 even when a zero dim makes the tensor empty:
+    // strides and views are computed from it
     uint64_t numel = 1;
     bool overflow = false, has_zero = false;
     for (auto& d : sh->items) {
@@ -98,11 +100,10 @@ std::vector<Entry> parse_header(const std::string& path, std::string_view header
         bad(path, what + "shape entries must be nonnegative integers");
       e.shape.push_back(static_cast<int64_t>(*n));
       has_zero |= *n == 0;
-      if (*n != 0 && numel > UINT64_MAX / *n) overflow = true;
-      numel *= *n;
+      if (*n != 0 && numel > static_cast<uint64_t>(INT64_MAX) / *n) overflow = true;
+      if (*n != 0) numel *= *n;
     }
-    if (overflow && !has_zero)
-      bad(path, what + "shape " + shape_str(e.shape) + " has more than 2^64 elements");
+    if (overflow) bad(path, what + "shape " + shape_str(e.shape) + ": its dimensions multiply past 2^63");
     if (has_zero) numel = 0;
     if (off->kind != json::Value::Kind::Array || off->items.size() != 2 || !off->items[0].as_u64() ||
         !off->items[1].as_u64())
@@ -149,7 +150,13 @@ class InFile {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) bad(path, std::string("cannot open: ") + std::strerror(errno));
     struct stat st;
-    if (::fstat(fd_, &st) != 0) bad(path, std::string("cannot stat: ") + std::strerror(errno));
+    std::string problem = ::fstat(fd_, &st) != 0 ? std::string("cannot stat: ") + std::strerror(errno)
+                          : S_ISDIR(st.st_mode)  ? "is a directory, not a file"
+                                                 : "";
+    if (!problem.empty()) {
+      ::close(fd_);  // the destructor of an unconstructed object does not run
+      bad(path, problem);
+    }
     size_ = static_cast<uint64_t>(st.st_size);
   }
   ~InFile() { ::close(fd_); }
@@ -224,7 +231,7 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
   for (int k = 0; k < 8; k++)
     len[k] = static_cast<unsigned char>(static_cast<uint64_t>(header.size()) >> (8 * k));
 
-  AtomicFile f(path);
+  runtime::AtomicFile f(path);
   f.write(len, 8);
   f.write(header.data(), header.size());
   std::vector<char> scratch;

@@ -34,7 +34,9 @@ class HostPool {
         return p;
       }
     }
-    return std::aligned_alloc(64, bytes);
+    void* p = std::aligned_alloc(64, bytes);
+    if (!p && release()) p = std::aligned_alloc(64, bytes);  // the kept blocks may make room
+    return p;
   }
   void put(void* p, size_t bytes) {
     std::lock_guard<std::mutex> l(mu_);
@@ -44,6 +46,16 @@ class HostPool {
     }
     free_[bytes].push_back(p);
     cached_ += bytes;
+  }
+  // Frees every kept block; whether there were any.
+  bool release() {
+    std::lock_guard<std::mutex> l(mu_);
+    bool any = cached_ > 0;
+    for (auto& [size, blocks] : free_)
+      for (void* p : blocks) std::free(p);
+    free_.clear();
+    cached_ = 0;
+    return any;
   }
 
  private:
@@ -73,7 +85,9 @@ Buffer::Buffer(DType dtype_, int64_t numel_, Device device_)
     return;
   }
   data = pool().get(rounded(bytes));
-  if (!data) throw Error("Buffer: out of host memory allocating " + std::to_string(bytes) + " bytes");
+  if (!data)
+    throw Error("Buffer: out of host memory allocating " + std::to_string(bytes) + " bytes (" +
+                std::to_string(numel) + " elements of " + to_string(dtype) + ")");
 }
 
 Buffer::Buffer(std::shared_ptr<Buffer> base_, size_t offset_, DType dtype_, int64_t numel_)

@@ -1,43 +1,46 @@
-// Atomic file writes and directory creation for the on-disk caches.
+// Whole-file writes (atomic, through AtomicFile) and reads, directory creation, shell commands.
 #include "runtime/file_util.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <random>
-#include <sstream>
 
 #include "kiln/error.h"
+#include "runtime/atomic_file.h"
 
 namespace kiln::runtime {
 
-void write_file_atomic(const std::string& path, const std::string& data) {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  std::string tmp = path + ".tmp" + std::to_string(getpid()) + "_" + std::to_string(rng() % 1000000);
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(data.data(), static_cast<std::streamsize>(data.size()));
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw Error("kiln: cannot write " + tmp);
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error("kiln: cannot rename " + tmp + " to " + path);
-  }
+void write_file_atomic(const std::string& path, const std::string& data, bool clean_stale) {
+  AtomicFile f(path, clean_stale);
+  f.write(data.data(), data.size());
+  f.commit();
 }
 
 std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return std::nullopt;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string out;
+  struct stat st;
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);  // a directory or a device is no file's content
+  if (ok) out.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  while (ok) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ok = n == 0;
+      break;
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  if (!ok) return std::nullopt;
+  return out;
 }
 
 void make_dirs(const std::string& path) {

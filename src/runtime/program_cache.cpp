@@ -1,4 +1,5 @@
-// Program cache (see program_cache.h): dlopen'ed shared objects, an index file per kernel on disk.
+// Program cache (see program_cache.h): dlopen'ed shared objects, an index file per kernel on disk;
+// every file is a checked entry (cache_entry.h), so a damaged one is compiled again, never loaded.
 #include "runtime/program_cache.h"
 
 #include <dlfcn.h>
@@ -11,6 +12,8 @@
 #include "codegen/render_c.h"
 #include "kiln/debug.h"
 #include "kiln/error.h"
+#include "runtime/cache_dir.h"
+#include "runtime/cache_entry.h"
 #include "runtime/cpu/compiler.h"
 #include "runtime/file_util.h"
 
@@ -36,10 +39,13 @@ Cache& cache() {
   return *c;
 }
 
+// The shared object at `path`, loaded once per process; nullptr if it is missing or fails its
+// entry check (a truncated or altered file would crash the dynamic loader).
 std::shared_ptr<Library> open_library(const std::string& path) {
   auto& libs = cache().libs;
   auto it = libs.find(path);
   if (it != libs.end()) return it->second;
+  if (!read_entry(path)) return nullptr;
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return nullptr;
   auto lib = std::make_shared<Library>();
@@ -50,6 +56,12 @@ std::shared_ptr<Library> open_library(const std::string& path) {
 
 KernelFn find_symbol(const std::shared_ptr<Library>& lib, const std::string& symbol) {
   return lib ? reinterpret_cast<KernelFn>(dlsym(lib->handle, (symbol + "_call").c_str())) : nullptr;
+}
+
+// An index file names a batch's shared object in the same directory.
+bool valid_so_name(const std::string& so) {
+  return so.size() > 5 && so.rfind("b_", 0) == 0 && so.find('/') == std::string::npos &&
+         so.compare(so.size() - 3, 3, ".so") == 0;
 }
 
 void* find_raw_symbol(const std::shared_ptr<Library>& lib, const std::string& symbol) {
@@ -93,10 +105,11 @@ std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels) {
   Cache& c = cache();
   std::lock_guard<std::mutex> l(c.mu);
   const std::string& id = compiler_id();
-  const std::string& dir = settings().cache_dir;
+  const std::string dir = cache_dir();
   std::vector<KernelFn> fns(kernels.size());
   std::vector<std::string> keys(kernels.size());
   std::vector<size_t> missing;
+  std::unordered_map<std::string, bool> unusable;  // shared objects found damaged: checked once
   for (size_t i = 0; i < kernels.size(); i++) {
     keys[i] = hash_hex(hash_string(kernels[i].source, hash_string(id)));
     if (auto it = c.fns.find(keys[i]); it != c.fns.end()) {
@@ -104,8 +117,10 @@ std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels) {
       stats().memory_cache_hits++;
       continue;
     }
-    if (auto so = read_file(dir + "/k_" + keys[i] + ".idx")) {
-      if ((fns[i] = find_symbol(open_library(dir + "/" + *so), kernels[i].symbol))) {
+    if (auto so = read_entry(dir + "/k_" + keys[i] + ".idx"); so && valid_so_name(*so) && !unusable[*so]) {
+      auto lib = open_library(dir + "/" + *so);
+      unusable[*so] = !lib;
+      if ((fns[i] = find_symbol(lib, kernels[i].symbol))) {
         c.fns[keys[i]] = fns[i];
         stats().disk_cache_hits++;
         continue;
@@ -118,7 +133,6 @@ std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels) {
   // one compiler call for every kernel this schedule still needs
   Batch batch = make_batch(codegen::c_prelude(), kernels, keys, missing, id);
   const std::string &src = batch.source, &what = batch.what;
-  make_dirs(dir);
   std::string so = "b_" + batch.key + ".so";
   compile_shared_object(src, dir + "/" + so, what);
   auto lib = open_library(dir + "/" + so);
@@ -127,7 +141,7 @@ std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels) {
     fns[i] = find_symbol(lib, kernels[i].symbol);
     if (!fns[i]) throw Error("kiln.compile: kernel " + kernels[i].name + " missing from " + so);
     c.fns[keys[i]] = fns[i];
-    write_file_atomic(dir + "/k_" + keys[i] + ".idx", so);
+    write_entry(dir + "/k_" + keys[i] + ".idx", so);
     stats().kernels_compiled++;
   }
   return fns;
@@ -138,7 +152,7 @@ void* load_cxx_symbol(const std::string& source, const std::string& symbol, cons
   Cache& c = cache();
   std::lock_guard<std::mutex> l(c.mu);
   const std::string& id = compiler_id(Language::Cxx);
-  const std::string& dir = settings().cache_dir;
+  const std::string dir = cache_dir();
   std::string key = hash_hex(hash_string(source, hash_string(id, headers_hash)));
   if (auto it = c.symbols.find(key); it != c.symbols.end()) {
     stats().memory_cache_hits++;
@@ -150,7 +164,6 @@ void* load_cxx_symbol(const std::string& source, const std::string& symbol, cons
     stats().disk_cache_hits++;
     return p;
   }
-  make_dirs(dir);
   compile_shared_object(source, dir + "/" + so, name, Language::Cxx, include_dir);
   auto lib = open_library(dir + "/" + so);
   if (!lib) throw Error("kiln.compile: cannot load " + dir + "/" + so + ": " + dlerror());

@@ -9,19 +9,18 @@
 
 #include "kiln/device.h"
 #include "kiln/error.h"
+#include "runtime/cache_dir.h"
 
 namespace kiln {
 
 namespace runtime {
 
+int hardware_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+int max_threads() { return std::min(4 * hardware_threads(), 1024); }
+
 namespace {
 using K = SettingSpec::Kind;
-
-// KILN_THREADS beyond this is a typo, not a machine: 4 threads per hardware thread, at most 1024.
-long long max_threads() {
-  long long hw = std::max(1u, std::thread::hardware_concurrency());
-  return std::min(1024LL, 4 * hw);
-}
 
 bool parse_int(const std::string& v, long long& out) {
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
@@ -37,7 +36,8 @@ const std::vector<SettingSpec>& setting_specs() {
       {"KILN_CC", K::Text, &Settings::cc, "cc, gcc or clang", "C compiler of CPU kernels"},
       {"KILN_CXX", K::Text, &Settings::cxx, "c++, g++ or clang++", "C++ compiler of CPU tile kernels"},
       {"KILN_CFLAGS", K::Text, &Settings::cflags, "none", "flags added to kernel compiles"},
-      {"KILN_CACHE_DIR", K::Text, &Settings::cache_dir, "~/.cache/kiln", "the kernel cache on disk"},
+      {"KILN_CACHE_DIR", K::Text, &Settings::cache_dir, "$XDG_CACHE_HOME/kiln or ~/.cache/kiln",
+       "the kernel cache on disk"},
       {"KILN_DEBUG", K::Int, &Settings::debug, "0", "log: 1 schedules, 2 times, 3 opts, 4 C, 5 AST, 6 graphs",
        0, 6},
       {"KILN_NOOPT", K::Flag, &Settings::noopt, "0", "1: no kernel optimizations"},
@@ -67,12 +67,14 @@ const std::vector<SettingSpec>& setting_specs() {
        0,
        0,
        {"1", "2", "4", "8", "16"}},
-      {"KILN_TILE_TIMEOUT_MS", K::Int, &Settings::tile_timeout_ms, "2000",
-       "tile deadlock watchdog on the GPU, ms", 1, 3600000},
+      {"KILN_TILE_TIMEOUT_MS", K::Int, &Settings::tile_timeout_ms, "2000 on the GPU, 10000 on the CPU",
+       "ms a tile launch may go without progress", 1, 3600000},
       {"KILN_TILE_TRACE", K::Int, &Settings::tile_trace, "off", "tile core whose GPU timeline is traced", 0,
        (1 << 20) - 1},
       {"KILN_TILE_TRACE_LAST", K::Int, &Settings::tile_trace_last, "0", "traced core's last events printed",
        0, 1000000},
+      {"KILN_FUZZ_FILES", K::Int, &Settings::fuzz_files, "500", "file-fuzzing test's mutants per format", 1,
+       100000000},
   };
   return specs;
 }
@@ -151,10 +153,7 @@ Settings settings_from(const std::function<const char*(const char*)>& get) {
   if (r.cc.empty()) r.cc = kKernelCc;
   if (r.cxx.empty()) r.cxx = kKernelCxx;
   r.cflags = join_flags(kKernelCflags, r.cflags);
-  if (r.cache_dir.empty()) {
-    const char* home = get("HOME");
-    r.cache_dir = (home && *home ? std::string(home) : std::string("/tmp")) + "/.cache/kiln";
-  }
+  if (r.cache_dir.empty()) r.cache_dir = default_cache_dir(get);  // $XDG_CACHE_HOME, $HOME, else per user
   return r;
 }
 

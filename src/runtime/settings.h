@@ -21,6 +21,11 @@ struct SettingSpec {
   std::vector<std::string> choices = {};  // Choice
 };
 
+// This machine's hardware threads (at least 1), and the most KILN_THREADS may ask for: 4 per
+// hardware thread, at most 1024 (beyond that it is a typo, not a machine).
+int hardware_threads();
+int max_threads();
+
 const std::vector<SettingSpec>& setting_specs();
 // The spec of `name`, or nullptr.
 const SettingSpec* find_setting(const std::string& name);

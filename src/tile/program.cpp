@@ -38,6 +38,26 @@ void check_new_name(const Program::Desc& d, const std::string& name, bool rebind
   if (taken) fail(d, "the name '" + name + "' is declared twice");
 }
 
+// `what` ("Grid::cores(n)") unless rows x cols is 1 to kMaxCores cores.
+void check_grid(const std::string& what, int64_t rows, int64_t cols) {
+  if (rows < 1 || cols < 1) throw Error("kiln.tile: " + what + ": need at least one core in each dimension");
+  if (rows * cols > kMaxCores)
+    throw Error("kiln.tile: " + what + ": " + std::to_string(rows * cols) + " cores, more than the " +
+                std::to_string(kMaxCores) + " a program may have; give each core more work");
+}
+
+// An output's shape: no negative dims, and few enough elements that their bytes fit in 63 bits (a
+// size that wrapped would make a small buffer the kernel's DMA then writes past).
+void check_output_shape(const Program::Desc& d, const std::string& name, const Shape& shape, DType t) {
+  int64_t n = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0) fail(d, "output '" + name + "' has a negative dimension: shape " + shape_str(shape));
+    if (__builtin_mul_overflow(n, dim, &n) || n > INT64_MAX / static_cast<int64_t>(dtype_size(t)))
+      fail(d,
+           "output '" + name + "' of shape " + shape_str(shape) + " has more bytes than memory can address");
+  }
+}
+
 void check_dtype(const Program::Desc& d, const std::string& what, DType t) {
   if (t != DType::F32 && t != DType::BF16)
     fail(d, what + " has dtype " + dtype_name(t) + "; tile kernels support f32 and bf16");
@@ -47,18 +67,20 @@ void check_dtype(const Program::Desc& d, const std::string& what, DType t) {
 
 Grid Grid::cores(int n) {
   if (n < 1) throw Error("kiln.tile: Grid::cores(" + std::to_string(n) + "): need at least one core");
+  check_grid("Grid::cores(" + std::to_string(n) + ")", 1, n);
   return Grid{.is_2d = false, .rows = 1, .cols = n};
 }
 
 Grid Grid::grid2d(int rows, int cols) {
-  if (rows < 1 || cols < 1)
-    throw Error("kiln.tile: Grid::grid2d(" + std::to_string(rows) + ", " + std::to_string(cols) +
-                "): need at least one core in each dimension");
+  check_grid("Grid::grid2d(" + std::to_string(rows) + ", " + std::to_string(cols) + ")", rows, cols);
   return Grid{.is_2d = true, .rows = rows, .cols = cols};
 }
 
 Program::Program(std::string name, std::string source, Grid grid, std::string file)
     : d_(std::make_shared<Desc>()) {
+  check_grid("program '" + name + "': a grid of " + std::to_string(grid.rows) + " x " +
+                 std::to_string(grid.cols) + " cores",
+             grid.rows, grid.cols);
   d_->name = std::move(name);
   d_->file = file.empty() ? d_->name + ".cpp" : std::move(file);
   d_->source = std::move(source);
@@ -110,6 +132,7 @@ Program& Program::release() {
 Program& Program::output(const std::string& name, Shape shape, DType dtype, Indexing indexing, Fill fill) {
   check_new_name(*d_, name);
   check_dtype(*d_, "output '" + name + "'", dtype);
+  check_output_shape(*d_, name, shape, dtype);
   d_->changed();
   d_->tensors.push_back(TensorDecl{name, dtype, indexing, true, Tensor(), std::move(shape), fill});
   return *this;
@@ -205,6 +228,11 @@ int trace_core() { return settings().tile_trace; }
 std::string source_position(const std::string& file, int line) {
   std::string at = (file.empty() ? "?" : file) + ":" + std::to_string(line < 0 ? -line : line);
   return line < 0 ? "the end of the scope of the block taken at " + at : at;
+}
+
+long long watchdog_ms(long long fallback) {
+  const int ms = settings().tile_timeout_ms;
+  return ms > 0 ? ms : fallback;
 }
 
 int64_t Program::cb_bytes() const { return static_cast<int64_t>(layout_cbs(*d_).total); }

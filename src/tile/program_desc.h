@@ -68,6 +68,13 @@ int trace_core();
 // A kernel source position for messages: "k.cpp:7", or for a negative line (abi::Loc) "the end of
 // the scope of the block taken at k.cpp:7".
 std::string source_position(const std::string& file, int line);
+// KILN_TILE_TIMEOUT_MS (Settings::tile_timeout_ms, read at each launch): how long a launch may go
+// without progress before its watchdog reports it; `fallback` where it is unset (0).
+long long watchdog_ms(long long fallback);
+inline constexpr long long kGpuWatchdogMs = 2000;
+// On the CPU a role stuck in kernel code costs a thread for the rest of the process (watchdog.cpp),
+// and a machine shared with other work may stall a thread for a while: it waits longer.
+inline constexpr long long kCpuWatchdogMs = 10000;
 inline int cuda_warps(const Program::Desc& d) {
   return cuda_compute_warps(d) + static_cast<int>(d.dm_roles.size());
 }

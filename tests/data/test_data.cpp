@@ -336,3 +336,65 @@ TEST(DataTokenizer, ByteRoundTrip) {
   Tensor t = tensor(ids);
   EXPECT_EQ(t.dtype(), DType::I64);
 }
+
+TEST(DataFiles, ADirectoryIsNamedAsSuch) {
+  TempDir dir;
+  std::string d = dir.file("shards");
+  fs::create_directories(d);
+  std::string want = "\"" + d + "\": is a directory, not a file";
+  expect_error([&] { read_llmc_tokens(d); }, want);
+  expect_error([&] { load_mnist_images(d); }, want);
+  expect_error([&] { load_mnist_labels(d); }, want);
+  expect_error([&] { CharTokenizer::load(d); }, want);
+  expect_error([&] { io::load_safetensors(d); }, d + ": is a directory, not a file");
+  expect_error([&] { io::load_checkpoint(d); }, d + ": is a directory, not a file");
+}
+
+TEST(DataTokenizer, NumbersOutOfRangeAreRejectedNotWrapped) {
+  TempDir dir;
+  auto load = [&](const std::string& text) {
+    write_bytes(dir.file("v.txt"), std::vector<uint8_t>(text.begin(), text.end()));
+    return CharTokenizer::load(dir.file("v.txt"));
+  };
+  EXPECT_EQ(load("kiln-char-tokenizer 1\n2\n97\n1114111\n").vocab_size(), 2);
+  // 2^32 + 97 once read as 'a'
+  expect_error([&] { load("kiln-char-tokenizer 1\n1\n4294967393\n"); },
+               "bad entry 0: \"4294967393\" (a code point is a number in [0, 1114111])");
+  expect_error([&] { load("kiln-char-tokenizer 1\n1\n1114112\n"); }, "bad entry 0");
+  expect_error([&] { load("kiln-char-tokenizer 1\n1\n99999999999999999999999\n"); }, "bad entry 0");
+  expect_error([&] { load("kiln-char-tokenizer 1\n1\n-1\n"); }, "bad entry 0");
+  expect_error([&] { load("kiln-char-tokenizer 1\n1\n 97\n"); }, "bad entry 0");
+  expect_error([&] { load("kiln-char-tokenizer 1\n18446744073709551617\n97\n"); },
+               "bad vocabulary size \"18446744073709551617\" (a number in [0, 1112064]");
+  expect_error([&] { load("kiln-char-tokenizer 1\n1112065\n97\n"); }, "bad vocabulary size");
+  // a long line is quoted in part
+  expect_error([&] { load("kiln-char-tokenizer 1\n1\n" + std::string(1000, '9') + "\n"); },
+               "\"" + std::string(40, '9') + "...\"");
+}
+
+TEST(DataMnist, HeaderDimensionsThatOverflowOrAreZeroAreRejected) {
+  TempDir dir;
+  auto idx = [&](std::vector<uint32_t> dims, size_t data) {
+    std::vector<uint8_t> b = be32(dims.size() == 3 ? 2051 : 2049);
+    for (uint32_t d : dims)
+      for (uint8_t byte : be32(d)) b.push_back(byte);
+    b.resize(b.size() + data, 7);
+    write_bytes(dir.file("f"), b);
+    return dir.file("f");
+  };
+  // (2^32 - 1)^2 * 2^32... wraps past 2^64: once possibly equal to the data size
+  expect_error(
+      [&] {
+        load_mnist_images(idx({0xffffffffu, 0xffffffffu, 0xffffffffu}, 1));
+      },
+      "needs more than 2^64 bytes of data");
+  expect_error([&] { load_mnist_images(idx({0x80000000u, 0x80000000u, 4}, 0)); }, "more than 2^64");
+  // zero-pixel images: any count of them would fit no data
+  expect_error(
+      [&] {
+        load_mnist_images(idx({4000000000u, 0, 28}, 0));
+      },
+      "image dimensions must be at least 1, the header says (4000000000, 0, 28)");
+  EXPECT_EQ(load_mnist_images(idx({0, 28, 28}, 0)).shape(), (Shape{0, 28, 28}));  // an empty set is fine
+  EXPECT_EQ(load_mnist_labels(idx({5}, 5)).numel(), 5);
+}

@@ -191,6 +191,29 @@ TEST_F(IOSafetensors, HandBuiltFileLoads) {
   }
 }
 
+TEST_F(IOSafetensors, HeaderOfManyTensorsLoads) {
+  // 100k tensors: the JSON reader checks keys for duplicates in n log n time (this took a minute
+  // when each key was compared with all before it)
+  const int n = 100000;
+  std::string header = "{", data;
+  for (int i = 0; i < n; i++) {
+    header += (i ? ",\"t" : "\"t") + std::to_string(i) +
+              "\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[" + std::to_string(4 * i) + "," +
+              std::to_string(4 * i + 4) + "]}";
+    data += raw<int32_t>({i * 7});
+  }
+  write_bytes(path("many.safetensors"), st_file(header + "}", data));
+  io::SafetensorsFile f = io::load_safetensors(path("many.safetensors"));
+  ASSERT_EQ(f.tensors.size(), static_cast<size_t>(n));
+  EXPECT_EQ(f.tensors.at("t0").to_vector<int32_t>(), std::vector<int32_t>{0});
+  EXPECT_EQ(f.tensors.at("t99999").to_vector<int32_t>(), std::vector<int32_t>{99999 * 7});
+  // a duplicate among them is still found
+  std::string dup = header + ",\"t5\":{\"dtype\":\"I32\",\"shape\":[0],\"data_offsets\":[0,0]}}";
+  write_bytes(path("dup.safetensors"), st_file(dup, data));
+  EXPECT_NE(error_of([&] { io::load_safetensors(path("dup.safetensors")); }).find("duplicate key \"t5\""),
+            std::string::npos);
+}
+
 TEST_F(IOSafetensors, CorruptFilesAreRejected) {
   std::string p = path("bad.safetensors");
   std::string good_header = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
@@ -240,7 +263,7 @@ TEST_F(IOSafetensors, CorruptFilesAreRejected) {
   expect_rejected(
       st_file("{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,8]}}",
               raw<float>({1, 2})),
-      "shape (4294967296, 4294967296) has more than 2^64 elements");
+      "shape (4294967296, 4294967296): its dimensions multiply past 2^63");
   expect_rejected(
       st_file("{\"a\":{\"dtype\":\"F64\",\"shape\":[4611686018427387904],\"data_offsets\":[0,8]}}",
               raw<float>({1, 2})),
@@ -253,6 +276,10 @@ TEST_F(IOSafetensors, CorruptFilesAreRejected) {
   write_bytes(
       p, st_file("{\"a\":{\"dtype\":\"F32\",\"shape\":[0,9223372036854775807],\"data_offsets\":[0,0]}}", ""));
   EXPECT_EQ(io::load_safetensors(p).tensors.at("a").numel(), 0);
+  // but not ones whose other dimensions multiply past int64 (strides would overflow)
+  expect_rejected(
+      st_file("{\"a\":{\"dtype\":\"F32\",\"shape\":[0,4611686018427387904,4],\"data_offsets\":[0,0]}}", ""),
+      "its dimensions multiply past 2^63");
   expect_rejected(
       st_file("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", raw<float>({1, 2})),
       "begin after end");

@@ -80,6 +80,36 @@ TEST(CompilerCheck, FallsBackToFlagsUnderWhichTheCanariesPass) {
   EXPECT_TRUE(expect_values((tensor({1.f, 2.f, 3.f}, {3}) * 2 + 1).sum(), {15}));
 }
 
+// A compiler wrong only where it may use AVX-512 gets the level that keeps the vectorizer on AVX2.
+TEST(CompilerCheck, FallsBackToTheVectorizerWithoutAvx512) {
+  TempCache c("kiln_cc_avx2_");
+  std::filesystem::create_directories(c.dir);
+  std::string path = (c.dir / "avx512-wrong-cc").string();
+  std::ofstream(path) << "#!/bin/sh\ncase \"$*\" in *-mno-avx512f*) exec cc \"$@\";; esac\n"
+                      << "exec cc \"$@\" -ffp-contract=fast\n";
+  chmod(path.c_str(), 0755);
+  settings().cc = path;
+  std::string id = runtime::compiler_id();
+  EXPECT_NE(id.find("-O3"), std::string::npos) << id;
+  EXPECT_NE(id.find("-mno-avx512f"), std::string::npos) << id;
+  EXPECT_EQ(id.find("-fno-tree-loop-vectorize"), std::string::npos) << id;
+  EXPECT_TRUE(expect_values((tensor({1.f, 2.f, 3.f}, {3}) * 2 + 1).sum(), {15}));
+}
+
+// where(t0 > t1, t1, t1) with a scalar t1: its gradient sums both masked halves in one reduce;
+// GCC 13.3 on AVX-512 (mask registers) dropped the masked-off half (0.287 for 0.205)
+TEST(CompilerCheck, GradientThroughBothSidesOfAWhereIsRight) {
+  Tensor t0 =
+      tensor({1.8893913f, -0.0917208791f, 0.302006274f, -1.9939599f, -0.311814934f, 0.479318917f}, {6});
+  Tensor t1 = tensor({-0.750377238f}, {1}).reshape({});
+  t1.requires_grad_(true);
+  Tensor t3 = t1.reshape({1, 1, 1, 1});
+  Tensor t6 = where(t0 > t1, t3, t1).tanh().mean(std::vector<int64_t>{-4, 1, 2, -1}, false);
+  Tensor y = (t6 / t3).reshape({1, 1}) * 0.61557286977767944;
+  Tensor g = grad({y.sum()}, {t1})[0];
+  EXPECT_TRUE(expect_values(g, {0.20544829193020403}, 2e-6));
+}
+
 TEST(CompilerCheck, RefusesACompilerThatFailsAtEveryLevel) {
   TempCache c("kiln_cc_refuse_");
   std::string cc = wrapper(c, "broken-cc", "-O2 -ffp-contract=fast");

@@ -39,6 +39,12 @@ TEST(Settings, DefaultsWhenUnsetOrEmpty) {
   EXPECT_EQ(parse({{"KILN_THREADS", ""}, {"KILN_DEBUG", ""}}).threads, 0);  // empty = unset
 }
 
+// Unset KILN_CACHE_DIR: the per-user default (runtime/cache_dir.cpp) from the same environment.
+TEST(Settings, CacheDirDefaultsToXdgThenHome) {
+  EXPECT_EQ(parse({{"XDG_CACHE_HOME", "/xdg"}, {"HOME", "/home/u"}}).cache_dir, "/xdg/kiln");
+  EXPECT_EQ(parse({{"KILN_CACHE_DIR", "/c"}, {"XDG_CACHE_HOME", "/xdg"}}).cache_dir, "/c");
+}
+
 TEST(Settings, ValidValuesAreRead) {
   Settings s = parse({{"KILN_THREADS", "3"},
                       {"KILN_DEBUG", "2"},

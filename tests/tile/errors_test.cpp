@@ -172,6 +172,85 @@ void writer() {}
       << err;
 }
 
+// Rows, columns and sizes near INT64_MAX: row + rows would wrap negative and pass a range check
+// written as `row + rows > R`, and the DMA would then read or write far outside the tensor.
+TEST(TileErrors, HugeSliceValuesAreOutOfRangeNotWrapped) {
+  const std::string max = "9223372036854775807LL";
+  auto tile_read = [&](const std::string& slice) {
+    return "void reader() {\n  auto xb = x_cb.scoped_reserve();\n  dma(x.slice(" + slice +
+           "), xb).wait();  // BAD\n}\nvoid compute() {}\nvoid writer() {}\n";
+  };
+  std::string src = tile_read(max + ", 0");
+  std::string err = run_error("huge_row", src);
+  EXPECT_NE(err.find("kernel 'huge_row' core 0 reader: tensor slice out of range: tiles "
+                     "9223372036854775807..9223372036854775807+1 x 0..1 tiles of tensor 'x' (2x2 tiles) at "
+                     "huge_row.cpp:" +
+                     std::to_string(line_of(src, "BAD"))),
+            std::string::npos)
+      << err;
+  err = run_error("huge_col", tile_read("1, " + max));
+  EXPECT_NE(
+      err.find("tensor slice out of range: tiles 1..2 x 9223372036854775807..9223372036854775807+1 tiles"),
+      std::string::npos)
+      << err;
+  // a write
+  std::string write = R"(
+void reader() {
+  auto xb = x_cb.scoped_reserve();
+  dma(x.slice(0, 0), xb).wait();
+}
+void compute() {
+  auto xb = x_cb.scoped_wait();
+  auto yb = y_cb.scoped_reserve();
+  yb.store(xb);
+}
+void writer() {
+  auto yb = y_cb.scoped_wait();
+  dma(yb, y.slice(9223372036854775806LL, 1)).wait();
+}
+)";
+  err = run_error("huge_write", write);
+  EXPECT_NE(err.find("kernel 'huge_write' core 0 writer: tensor slice out of range: tiles "
+                     "9223372036854775806..9223372036854775807 x 1..2 tiles of tensor 'y'"),
+            std::string::npos)
+      << err;
+  // element-indexed: the size fits the block, the start does not fit the tensor
+  for (std::string slice :
+       {max + ", 0, 32, 32", "0, " + max + ", 1, 1", std::string("9223372036854775800LL, 0, 8, 1")}) {
+    Program p("huge_elements", tile_read(slice), Grid::cores(1));
+    p.input("x", tile_input({64, 64}, 71), tile::Indexing::Elements).output("y", {64, 64}, DType::F32);
+    p.cb("x_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
+    err = error_of([&] { p.run(); });
+    EXPECT_NE(err.find("core 0 reader: tensor slice out of range: elements "), std::string::npos)
+        << slice << err;
+    EXPECT_NE(err.find("elements of tensor 'x' (64x64 elements)"), std::string::npos) << slice << err;
+  }
+  // a remote increment of core x = INT_MAX: its range x .. x + 1 must not wrap
+  std::string remote = R"(
+void reader() { s.remote_inc(2147483647, 0); }
+void compute() {}
+void writer() {}
+)";
+  Program p("huge_core", remote, Grid::grid2d(1, 2));
+  p.semaphore("s");
+  err = error_of([&] { p.run(); });
+  EXPECT_NE(err.find("core range x 2147483647..2147483648, y 0..1 is empty or outside the 1x2 grid"),
+            std::string::npos)
+      << err;
+}
+
+// Output shapes whose byte count would wrap, and negative dimensions, are declaration errors.
+TEST(TileErrors, OutputShapesThatCannotBeAllocatedAreRejected) {
+  Program p("shapes", "", Grid::cores(1));
+  std::string err = error_of([&] { p.output("y", {int64_t{1} << 40, int64_t{1} << 40}, DType::F32); });
+  EXPECT_EQ(
+      err,
+      "kiln.tile: program 'shapes': output 'y' of shape (1099511627776, 1099511627776) has more bytes than "
+      "memory can address");
+  err = error_of([&] { p.output("z", {4, -1}, DType::F32); });
+  EXPECT_EQ(err, "kiln.tile: program 'shapes': output 'z' has a negative dimension: shape (4, -1)");
+}
+
 TEST(TileErrors, MulticastOnPlainCoreCountIsACompileError) {
   std::string src = std::string(R"(
 void reader() {

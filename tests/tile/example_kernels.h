@@ -235,6 +235,107 @@ void writer() {
 }
 
 // Waits for two blocks of x_cb while the reader pushes one: a deadlock (the line marked BLOCKS).
+inline const char* kMulticastOrder = R"(
+// Core 0 multicasts the three tiles of x, in order, to core 1. Core 1's r_cb is a ring of two
+// slots; its last two receives are posted into slots 1 and then 0 (the ring wrapped) before the
+// sender sends again: payload k must land in the k-th receive posted, so y = x.
+void reader() {
+  if (core_x() == 0) {
+    for (long long i = 0; i < 3; i++) {
+      if (i == 1) ready.wait(1);  // both later receives are posted
+      auto xb = x_cb.scoped_reserve();
+      dma(x.slice(i, 0), xb).wait();
+      mcast(xb, r_cb, CoreRange{1, 0, 2, 1}).wait();
+    }
+    return;
+  }
+  auto b1 = r_cb.reserve();
+  mcast_receive(b1).wait();
+  r_cb.push();
+  auto b2 = r_cb.reserve();  // slot 1
+  Transfer t2 = mcast_receive(b2);
+  auto b3 = r_cb.reserve();  // slot 0 again, once compute popped the first payload
+  Transfer t3 = mcast_receive(b3);
+  ready.remote_inc(0, 0);
+  t2.wait();
+  r_cb.push();
+  t3.wait();
+  r_cb.push();
+}
+void compute() {
+  for (int i = 0; i < 3; i++) {
+    if (core_x() == 0) {
+      auto xb = x_cb.scoped_wait();
+    } else {
+      auto rb = r_cb.scoped_wait();
+      auto yb = y_cb.scoped_reserve();
+      yb.store(rb);
+    }
+  }
+}
+void writer() {
+  if (core_x() == 1)
+    for (long long i = 0; i < 3; i++) {
+      auto yb = y_cb.scoped_wait();
+      dma(yb, y.slice(i, 0)).wait();
+    }
+}
+)";
+
+inline tile::Program multicast_order_program(const Tensor& x) {  // x: 96 x 32, three tiles
+  tile::Program p("multicast_order", kMulticastOrder, tile::Grid::grid2d(1, 2));
+  p.input("x", x).output("y", {96, 32}, DType::F32).semaphore("ready");
+  p.cb("x_cb", 1, 1, DType::F32).cb("r_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
+  return p;
+}
+
+inline const char* kReadThenSignal = R"(
+// Core 1 reads `stage` (zeros) and then signals core 0, which only then overwrites stage with x:
+// the read has landed once its wait() returned and the signal went out, so y (what core 1 read) is
+// all zeros. Rows of 125 f32 elements are not 16-byte multiples: on a GPU they move element by
+// element, the slowest reads there are.
+void reader() {
+  if (core_x() == 1) {
+    auto sb = s_cb.scoped_reserve();
+    dma(stage.slice(0, 0, 64, 125), sb).wait();
+    done.remote_inc(0, 0);
+  } else {
+    auto xb = x_cb.scoped_reserve();
+    dma(x.slice(0, 0, 64, 125), xb).wait();
+  }
+}
+void compute() {
+  if (core_x() == 1) {
+    auto sb = s_cb.scoped_wait();
+    auto yb = y_cb.scoped_reserve();
+    yb.store(sb);
+  } else {
+    auto xb = x_cb.scoped_wait();
+    auto wb = w_cb.scoped_reserve();
+    wb.store(xb);
+  }
+}
+void writer() {
+  if (core_x() == 1) {
+    auto yb = y_cb.scoped_wait();
+    dma(yb, y.slice(0, 0, 64, 125)).wait();
+  } else {
+    auto wb = w_cb.scoped_wait();
+    done.wait(1);
+    dma(wb, stage.slice(0, 0, 64, 125)).wait();
+  }
+}
+)";
+
+inline tile::Program read_then_signal_program(const Tensor& x) {  // x: 64 x 125
+  const tile::Indexing e = tile::Indexing::Elements;
+  tile::Program p("read_then_signal", kReadThenSignal, tile::Grid::grid2d(1, 2));
+  p.input("x", x, e).output("stage", {64, 125}, DType::F32, e).output("y", {64, 125}, DType::F32, e);
+  p.semaphore("done");
+  for (const char* cb : {"x_cb", "s_cb", "w_cb", "y_cb"}) p.cb(cb, 2, 4, DType::F32, 1);
+  return p;
+}
+
 inline const char* kDeadlock = R"(
 void reader() {
   auto xb = x_cb.scoped_reserve();

@@ -1,5 +1,6 @@
-// Tile programs across cores of a 2D grid: a block multicast along each grid row, and a barrier
-// built from remote semaphore increments and a multicast semaphore set.
+// Tile programs across cores of a 2D grid: a block multicast along each grid row, multicasts into a
+// wrapped ring, a barrier built from remote semaphore increments and a multicast semaphore set, and
+// a read released to another core by a semaphore.
 #include "example_kernels.h"
 #include "tile/tile_helpers.h"
 
@@ -128,6 +129,25 @@ void writer() {
   auto want = x.to_vector<float>();
   for (auto& v : want) v *= 3;
   expect_near_all(p.result("y"), want, 0, 0);
+}
+
+// Two receives pending on one CB after its ring wrapped (slots 1, then 0): payloads fill them in
+// the order they were posted, as on the GPU, not in slot order (which delivered 1, 3, 2).
+TEST(TileMulticast, ReceivesFillInPostingOrderAfterTheRingWraps) {
+  Tensor x = tile_input({96, 32}, 66);
+  Program p = multicast_order_program(x);
+  p.run();
+  expect_near_all(p.result("y"), x.to_vector<float>(), 0, 0);
+}
+
+// A read waited before a semaphore signal has read its source: the core the signal releases may
+// overwrite it (on the GPU the signal settles the role's reads first).
+TEST(TileSemaphore, ReadWaitedBeforeASignalHasReadItsSource) {
+  Tensor x = tile_input({64, 125}, 67);
+  Program p = read_then_signal_program(x);
+  p.run();
+  expect_near_all(p.result("y"), std::vector<float>(64 * 125, 0.0f), 0, 0);
+  expect_near_all(p.result("stage"), x.to_vector<float>(), 0, 0);
 }
 
 }  // namespace

@@ -173,6 +173,15 @@ std::vector<Case> cases() {
   v.push_back({"exchange_one_step_barrier", {"y"}, 0, 1e-6, [](Device d) {
                  return exchange_program(on(tile_input({96, 96}, 65), d));
                }});
+  // receives posted into slots 1 then 0 of a wrapped ring: filled in posting order
+  v.push_back({"multicast_order", {"y"}, 0, 0, [](Device d) {
+                 return multicast_order_program(on(tile_input({96, 32}, 66), d));
+               }});
+  // a data-movement role's read, waited, then a semaphore signal after which another core
+  // overwrites what it read: y must hold the zeros read before
+  v.push_back({"read_then_signal", {"y", "stage"}, 0, 0, [](Device d) {
+                 return read_then_signal_program(on(tile_input({64, 125}, 67), d));
+               }});
   return v;
 }
 
@@ -478,6 +487,54 @@ void writer() {
           "kiln.tile: kernel 'bad_slice_gpu' on the GPU core 0 reader: dma between tensor 'x' slice (row 5"),
       std::string::npos)
       << err;
+}
+
+// Slice starts near INT64_MAX: a check written as row + rows > R wrapped and let the DMA fault.
+TEST(TileCuda, HugeSliceIsAnErrorNotAFault) {
+  KILN_REQUIRE_GPU();
+  for (const char* slice : {"9223372036854775807LL, 0", "0, 9223372036854775807LL"}) {
+    std::string src = std::string(R"(
+void reader() {
+  auto xb = x_cb.scoped_reserve();
+  dma(x.slice()") + slice +
+                      R"(), xb).wait();
+}
+void compute() {
+  auto xb = x_cb.scoped_wait();
+  auto yb = y_cb.scoped_reserve();
+  yb.store(xb);
+}
+void writer() {
+  auto yb = y_cb.scoped_wait();
+  dma(yb, y.slice(0, 0)).wait();
+}
+)";
+    Program p("huge_slice_gpu", src, Grid::cores(1));
+    p.input("x", on(tile_input({64, 64}, 72), Device::cuda())).output("y", {64, 64}, DType::F32);
+    p.cb("x_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
+    std::string err = error_of([&] {
+      p.run();
+      synchronize(Device::cuda());
+    });
+    EXPECT_NE(err.find("kiln.tile: kernel 'huge_slice_gpu' on the GPU core 0 reader: dma between tensor 'x' "
+                       "slice (row "),
+              std::string::npos)
+        << slice << ": " << err;
+  }
+}
+
+// A data-movement role's wait() on a read returns before the bytes land on the GPU; a semaphore
+// signal after it settles the role's reads first, so the core it releases may overwrite their
+// source. Repeated: without the settling the race shows only now and then.
+TEST(TileCuda, ReadWaitedBeforeASemaphoreSignalHasReadItsSource) {
+  KILN_REQUIRE_GPU();
+  Tensor x = on(tile_input({64, 125}, 67), Device::cuda());
+  for (int i = 0; i < 50; i++) {
+    Program p = read_then_signal_program(x);
+    p.run();
+    expect_near_all(p.result("y").to(Device::cpu()), std::vector<float>(64 * 125, 0.0f), 0, 0);
+    if (::testing::Test::HasFailure()) break;
+  }
 }
 
 TEST(TileCuda, MixedDeviceInputsAreRejected) {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "runtime/cache_dir.h"
 #include "runtime/cpu/compiler.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/settings.h"
@@ -73,7 +74,7 @@ int info(int argc, char**) {
     std::printf("C compiler: none usable (%s)\n", e.what());
   }
   namespace fs = std::filesystem;
-  const std::string& dir = settings().cache_dir;
+  const std::string dir = runtime::cache_dir();  // the configured one, or the fallback in use
   int64_t files = 0;
   uintmax_t bytes = 0;
   std::error_code ec;

@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "kiln/nn/container.h"
@@ -53,5 +54,16 @@ class GPTImpl : public Module {
   GPTConfig config_;
 };
 KILN_MODULE(GPT);
+
+// GPT-2 weights written by other programs (src/nn/gpt_weights.cpp).
+// A Hugging Face GPT-2 safetensors file into `model`, whose config must match it: the names
+// ("h.0.attn.c_attn.weight", with or without a "transformer." prefix) are mapped to kiln's, the
+// Conv1D weights, stored (in, out), transposed; the causal-mask buffers and the tied lm_head are
+// skipped; values take the model's dtype.
+void load_gpt2_safetensors(GPT& model, const std::string& path);
+// An llm.c checkpoint (a 256-int header: magic 20240326, version 3 for f32 or 5 for bf16, then
+// max_seq_len, vocab_size, num_layers, num_heads, channels, padded_vocab_size; the parameters in
+// llm.c's order) as a new f32 model with vocab_size tokens (the padding rows are dropped).
+GPT load_llmc_checkpoint(const std::string& path);
 
 }  // namespace kiln::nn

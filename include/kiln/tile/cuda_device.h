@@ -5,15 +5,16 @@
 // same control flow (kernel code depends only on block-uniform values).
 // CBs are rings in dynamic shared memory. Each slot has a `full` and an `empty` mbarrier and a `dma`
 // one; every warp keeps its own CB counters, so CB operations never synchronize a role's warps with
-// each other: each warp waits on the barrier itself and its lane 0 arrives for it (a role's warps
-// together arrive KILN_TILE_COMPUTE_WARPS times). DMA reads are bulk copies (the TMA engine,
-// cp.async.bulk) that complete the slot's `dma` barrier by transaction bytes; DMA writes are bulk
-// copies from shared memory to global memory. Slices the bulk engine cannot copy (unaligned rows)
-// move element by element. Semaphores and multicast mailboxes live in global memory; a 2D grid that
-// multicasts runs in thread-block clusters, and a multicast to a core of the sender's cluster
-// writes straight into the receiver's slot through distributed shared memory.
-// Every wait has a watchdog: past the launch's timeout the role's leader writes an error record,
-// raises the launch-wide abort flag and the whole role exits; other roles stop at their next wait.
+// each other: each warp waits on the barrier itself and every lane arrives for itself (a role's
+// threads together arrive kSlotArrivals times), so each thread's own arrival releases its accesses
+// to the block (an ordering a race checker can follow, unlike one leader arriving after a warp
+// barrier). DMA reads are bulk copies (the TMA engine, cp.async.bulk) that complete the slot's
+// `dma` barrier by transaction bytes; DMA writes are bulk copies from shared memory to global memory. Slices
+// the bulk engine cannot copy (unaligned rows) move element by element. Semaphores and multicast mailboxes
+// live in global memory; a 2D grid that multicasts runs in thread-block clusters, and a multicast to a core
+// of the sender's cluster writes straight into the receiver's slot through distributed shared memory. Every
+// wait has a watchdog: past the launch's timeout the role's leader writes an error record, raises the
+// launch-wide abort flag and the whole role exits; other roles stop at their next wait.
 #pragma once
 #include "kiln/tile/abi.h"
 #include "kiln/tile/cuda_abi.h"
@@ -84,13 +85,17 @@ inline int role_size() { return is_compute() ? kComputeThreads : 32; }
 inline bool leader() { return role_rank() == 0; }
 inline int warp() { return static_cast<int>(threadIdx.x / 32); }
 inline int lane() { return static_cast<int>(threadIdx.x & 31); }
-// Arrivals a warp of the calling role makes on a CB barrier: every role arrives
-// KILN_TILE_COMPUTE_WARPS times in all.
-inline unsigned arrivals() { return is_compute() ? 1u : static_cast<unsigned>(KILN_TILE_COMPUTE_WARPS); }
+// Arrivals a thread of the calling role makes on a slot's barrier: every role arrives
+// kSlotArrivals times in all. Two per compute thread, so that one can wait for the thread's
+// asynchronous copies and the other release its direct writes.
+inline constexpr unsigned kSlotArrivals = 2 * kComputeThreads;
+inline unsigned arrivals() { return is_compute() ? 2u : 2u * KILN_TILE_COMPUTE_WARPS; }
 
 // The calling warp's entry of a BlockState flag array: lane 0 keeps it and hands it to the other
 // lanes.
-inline bool warp_flag(const unsigned char* flags) { return __shfl_sync(0xffffffffu, flags[warp()], 0) != 0; }
+inline bool warp_flag(const unsigned char* flags) {
+  return __shfl_sync(0xffffffffu, lane() == 0 ? flags[warp()] : 0, 0) != 0;
+}
 inline void set_warp_flag(unsigned char* flags, bool v) {
   if (lane() == 0) flags[warp()] = v ? 1 : 0;
 }
@@ -131,18 +136,17 @@ inline void mbar_arrive(unsigned addr, unsigned count) {
 inline void cp_async4(unsigned dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
 }
-// The barrier's current phase also waits until this thread's asynchronous copies so far landed.
+// One of this thread's arrivals, made when its asynchronous copies so far have landed.
 inline void mbar_arrive_after_copies(unsigned addr) {
-  asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];" ::"r"(addr) : "memory");
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(addr) : "memory");
 }
 // The current phase also waits for `bytes` of bulk copies to complete on the barrier.
 inline void mbar_expect_tx(unsigned addr, unsigned bytes) {
   asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(addr), "r"(bytes) : "memory");
 }
-// Arrives once and adds `bytes` of bulk copies to the current phase.
-inline void mbar_arrive_expect_tx(unsigned addr, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(addr), "r"(bytes) : "memory");
-}
+// The calling thread's share of a slot barrier's arrivals (less those it made another way): a
+// release of its own accesses.
+inline void role_arrive(unsigned addr, unsigned made = 0) { mbar_arrive(addr, arrivals() - made); }
 // Whether the phase of parity `parity` has completed (acquire on success).
 inline bool mbar_done(unsigned addr, unsigned parity) {
   unsigned ok;
@@ -423,7 +427,9 @@ inline unsigned char* slot_data(int cb, int slot) {
 
 // The warp's count of blocks through a CB operation so far: lane 0 keeps it (in shared memory) and
 // hands it to the other lanes, so no lane reads it while lane 0 moves it on.
-inline unsigned warp_count(const unsigned& counter) { return __shfl_sync(0xffffffffu, counter, 0); }
+inline unsigned warp_count(const unsigned& counter) {
+  return __shfl_sync(0xffffffffu, (threadIdx.x & 31) == 0 ? counter : 0u, 0);
+}
 
 // The slot's DMA reads have landed. A data-movement role does not wait for its reads where the
 // kernel waits them (transfer_wait): the bytes are settled where the block is used next, by the
@@ -451,11 +457,9 @@ inline void cb_push(int id, abi::Loc at) {
   WarpCounters& c = counters(id);
   unsigned k = warp_count(c.pushed), slot = k % cb_layout(id).slots;
   if (is_compute()) settle_dma(id, slot, at);  // a data-movement role's reads settle at the consumer
-  __syncwarp();  // the warp's writes to the block come before lane 0's arrival (a release)
-  if (lane() == 0) {
-    c.pushed = k + 1;
-    mbar_arrive(full_bar(id, slot), arrivals());
-  }
+  __syncwarp();                                // every lane has read the count
+  if (lane() == 0) c.pushed = k + 1;
+  role_arrive(full_bar(id, slot));  // each lane releases its own writes to the block
 }
 
 inline abi::BlockRef cb_wait(int id, abi::Loc at) {
@@ -474,11 +478,9 @@ inline void cb_pop(int id, abi::Loc at) {
   unsigned k = warp_count(c.popped);
   if (!is_compute()) settle_dma(id, k % cb_layout(id).slots, at);  // no read lands after the pop
   bulk_wait_read();  // bulk writes out of the block have read it
-  __syncwarp();      // every lane is done with the block
-  if (lane() == 0) {
-    c.popped = k + 1;
-    mbar_arrive(empty_bar(id, k % cb_layout(id).slots), arrivals());
-  }
+  __syncwarp();      // every lane has read the count
+  if (lane() == 0) c.popped = k + 1;
+  role_arrive(empty_bar(id, k % cb_layout(id).slots));  // each lane is done with the block
 }
 
 // A block handed to code that writes it no longer holds the padding of its last DMA read.
@@ -494,21 +496,23 @@ struct Rect {
   int rows, cols;    // clipped to the tensor (at most a block's)
 };
 
-// The element rectangle of a slice, with the CPU backend's checks (a bad slice would fault).
+// The element rectangle of a slice, with the CPU backend's checks (a bad slice would fault). Sizes
+// are known non-negative and at most the block's before `row > extent - rows` is tested, so no
+// bound is ever formed as row + rows (a slice at row INT64_MAX would wrap past it).
 inline Rect slice_rect(int t, const CbLayout& cb, int cbid, abi::Slice s, abi::Loc at) {
   if (t < 0 || t >= P().ntensors) fail_role(cuda_abi::kBadId, t, at, 1);
   const cuda_abi::TensorParam& v = P().tensors[t];
   if (v.tiles) {
     long long R = (v.rows + 31) / 32, C = (v.cols + 31) / 32;
     if (cb.tile_rows != 32 || s.rows != cb.rows || s.cols != cb.cols || s.row < 0 || s.col < 0 ||
-        s.row + s.rows > R || s.col + s.cols > C)
+        s.row > R - s.rows || s.col > C - s.cols)
       fail_role(cuda_abi::kBadSlice, t * 64 + cbid, at, s.row, s.col, s.rows, s.cols);
     long long r0 = s.row * 32, c0 = s.col * 32, h = s.rows * 32, w = s.cols * 32;
     return Rect{r0, c0, static_cast<int>(h < v.rows - r0 ? h : v.rows - r0),
                 static_cast<int>(w < v.cols - c0 ? w : v.cols - c0)};
   }
   if (s.rows < 0 || s.cols < 0 || s.rows > cb.height() || s.cols > cb.cols * 32LL || s.row < 0 || s.col < 0 ||
-      s.row + s.rows > v.rows || s.col + s.cols > v.cols)
+      s.row > v.rows - s.rows || s.col > v.cols - s.cols)
     fail_role(cuda_abi::kBadSlice, t * 64 + cbid, at, s.row, s.col, s.rows, s.cols);
   return Rect{s.row, s.col, static_cast<int>(s.rows), static_cast<int>(s.cols)};
 }
@@ -524,7 +528,7 @@ inline bool bulk_rows(const cuda_abi::TensorParam& v, const Rect& r) {
 inline constexpr int kWriteId = 1 << 30;
 
 // dma_read's general case (out of line: see record): bulk row copies with the padding written
-// around them, or unaligned slices element by element; the leader arrives on `bar` when the role's
+// around them, or unaligned slices element by element; each thread arrives on `bar` when its
 // direct writes are done.
 __noinline__ void dma_read_general(const Rect& r, const cuda_abi::TensorParam& v, const CbLayout& cb,
                                    unsigned char* dst, const unsigned char* src, unsigned pad_bits, bool bulk,
@@ -539,6 +543,7 @@ __noinline__ void dma_read_general(const Rect& r, const cuda_abi::TensorParam& v
     if (bulk) mbar_expect_tx(bar, static_cast<unsigned>(r.rows * r.cols * es));  // before any copy lands
   }
   role_sync();
+  unsigned async_arrivals = 0;
   if (bulk) {
     for (int i = role_rank(); i < r.rows; i += role_size())
       bulk_read(smem_addr(dst + i * bw * es), src + i * v.cols * es, static_cast<unsigned>(r.cols * es), bar);
@@ -564,7 +569,10 @@ __noinline__ void dma_read_general(const Rect& r, const cuda_abi::TensorParam& v
       else
         *reinterpret_cast<unsigned short*>(d) = ld_cg_u16(g);
     }
-    if (es == 4) mbar_arrive_after_copies(bar);  // before the leader's arrival (role_sync below)
+    if (es == 4) {
+      mbar_arrive_after_copies(bar);
+      async_arrivals = 1;
+    }
     if (!padded)
       for (int q = role_rank(); q < bh * bw; q += role_size()) {
         const int i = q / bw, j = q % bw;
@@ -576,8 +584,8 @@ __noinline__ void dma_read_general(const Rect& r, const cuda_abi::TensorParam& v
           *reinterpret_cast<unsigned short*>(d) = static_cast<unsigned short>(pad_bits);
       }
   }
-  role_sync();  // the role's direct writes come before the leader's arrival
-  if (leader()) mbar_arrive(bar, 1);
+  role_arrive(bar, async_arrivals);  // each thread releases its own direct writes
+  role_sync();
 }
 
 // tensor -> block. Rows the bulk engine can copy are issued by the role's threads, a row each;
@@ -615,12 +623,13 @@ inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at
       *issued = n + 1;
       *sig = want;
       // every box counts its whole size, the zeros outside the tensor included
-      mbar_arrive_expect_tx(bar, static_cast<unsigned>(bh * bw * es));
+      mbar_expect_tx(bar, static_cast<unsigned>(bh * bw * es));
       const cuda_abi::TensorMap* map = &kiln_tile_block.maps->map[v.map_base + cb.shape];
       for (int h = 0; h < bh; h += 256)
         tensor_read(smem_addr(dst + h * bw * es), map, static_cast<int>(r.c0), static_cast<int>(r.r0 + h),
                     bar);
     }
+    role_arrive(bar);
     role_sync();
     trace(cuda_abi::kTraceDmaRead, b.cb);
     return id;
@@ -628,19 +637,20 @@ inline int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at
   const bool bulk = bulk_rows(v, r) && r.cols > 0;
   const bool padded = *sig == want;  // the padding from the slot's last read is still in place
   if (bulk && (padded || (r.rows == bh && r.cols == bw)) && r.rows <= role_size()) {
-    // a bulk copy per row, nothing to pad: the leader arrives with the bytes to expect, then each
-    // thread issues its row
+    // a bulk copy per row, nothing to pad: the leader adds the bytes to expect, then each thread
+    // issues its row and arrives
     role_sync();  // every thread has read the count and the signature
     if (leader()) {
       *issued = n + 1;
       *sig = want;
-      mbar_arrive_expect_tx(bar, static_cast<unsigned>(r.rows * r.cols * es));
+      mbar_expect_tx(bar, static_cast<unsigned>(r.rows * r.cols * es));
     }
     role_sync();
     const int i = role_rank();
     if (i < r.rows)
       bulk_read(smem_addr(dst + i * bw * es), src + static_cast<long long>(i) * v.cols * es,
                 static_cast<unsigned>(r.cols * es), bar);
+    role_arrive(bar);
     trace(cuda_abi::kTraceDmaRead, b.cb);
     return id;
   }
@@ -746,11 +756,13 @@ inline unsigned char* mailbox(int core, int cb) {
          static_cast<long long>(core) * cb_layout(cb).block_bytes;
 }
 
-inline void check_range(abi::CoreRange r, abi::Loc at) {
+// Cores [x0, x1) x [y0, y1) in 64 bits: one core's range (x, x + 1) cannot wrap.
+inline void check_range(long long x0, long long x1, long long y0, long long y1, abi::Loc at) {
   int rows = P().cores / P().grid_cols;
-  if (r.x0 < 0 || r.y0 < 0 || r.x0 >= r.x1 || r.y0 >= r.y1 || r.x1 > P().grid_cols || r.y1 > rows)
-    fail_role(cuda_abi::kBadCoreRange, 0, at, r.x0, r.x1, r.y0, r.y1);
+  if (x0 < 0 || y0 < 0 || x0 >= x1 || y0 >= y1 || x1 > P().grid_cols || y1 > rows)
+    fail_role(cuda_abi::kBadCoreRange, 0, at, x0, x1, y0, y1);
 }
+inline void check_range(abi::CoreRange r, abi::Loc at) { check_range(r.x0, r.x1, r.y0, r.y1, at); }
 
 // Copies the block to every receiver's mailbox once that receiver asked for it and consumed the
 // previous payload; returns when all are delivered.
@@ -852,8 +864,19 @@ inline long long* sem_ptr(int core, int sem) {
 inline void check_sem(int sem, abi::Loc at) {
   if (sem < 0 || sem >= P().nsems) fail_role(cuda_abi::kBadId, sem, at, 2);
 }
-// Makes the role's earlier global writes visible before the leader signals another core.
-inline void release_role() {
+// Every DMA read into this core's blocks has landed, and so has read its source. A data-movement
+// role's wait() on a read returns before that (settle_dma); a semaphore signal is where another
+// core may go on to overwrite what the read reads, so the role settles them all first (as on the
+// CPU, where a read is done when its wait() returns). Reads of other roles are waited too: each
+// completes within its own issue, so this never waits on anything else.
+__noinline__ void settle_all_dma(abi::Loc at) {
+  for (int cb = 0; cb < num_cbs(); cb++)
+    for (unsigned s = 0; s < cb_layout(cb).slots; s++) settle_dma(cb, s, at);
+}
+// Before the leader signals another core: the role's DMA reads have read their sources and its
+// earlier global writes are visible.
+inline void release_role(abi::Loc at) {
+  if (!is_compute()) settle_all_dma(at);  // a compute role's wait() on a read waits for it
   bulk_wait_all();
   __threadfence();
   role_sync();
@@ -861,14 +884,14 @@ inline void release_role() {
 
 inline void sem_set(int sem, long long v, abi::Loc at) {
   check_sem(sem, at);
-  release_role();
+  release_role(at);
   if (leader())
     atomicExch(reinterpret_cast<unsigned long long*>(sem_ptr(kiln_tile_block.core, sem)),
                static_cast<unsigned long long>(v));
 }
 inline void sem_inc(int sem, long long n, abi::Loc at) {
   check_sem(sem, at);
-  release_role();
+  release_role(at);
   if (leader())
     atomicAdd(reinterpret_cast<unsigned long long*>(sem_ptr(kiln_tile_block.core, sem)),
               static_cast<unsigned long long>(n));
@@ -892,8 +915,8 @@ inline long long sem_value(int sem, abi::Loc at) {
 }
 inline void sem_remote_inc(int sem, int x, int y, long long n, abi::Loc at) {
   check_sem(sem, at);
-  check_range(abi::CoreRange{x, y, x + 1, y + 1}, at);
-  release_role();
+  check_range(x, x + 1LL, y, y + 1LL, at);
+  release_role(at);
   if (leader())
     atomicAdd(reinterpret_cast<unsigned long long*>(sem_ptr(y * P().grid_cols + x, sem)),
               static_cast<unsigned long long>(n));
@@ -904,7 +927,7 @@ template <class F>
 inline void each_core_released(int sem, abi::CoreRange r, abi::Loc at, F f) {
   check_sem(sem, at);
   check_range(r, at);
-  release_role();
+  release_role(at);
   const int w = r.x1 - r.x0, n = w * (r.y1 - r.y0);
   for (int k = role_rank(); k < n; k += role_size())
     f(reinterpret_cast<unsigned long long*>(sem_ptr((r.y0 + k / w) * P().grid_cols + r.x0 + k % w, sem)));
@@ -1043,15 +1066,25 @@ inline void block_start(const cuda_abi::Params& p, const cuda_abi::TensorMaps* m
     kiln_tile_block.maps = maps;
     for (int i = 0; i < p.ncbs; i++)
       for (unsigned s = 0; s < p.cbs[i].slots; s++) {
-        mbar_init(full_bar(i, s), KILN_TILE_COMPUTE_WARPS);
-        mbar_init(empty_bar(i, s), KILN_TILE_COMPUTE_WARPS);
-        mbar_init(dma_bar(i, s), 1);
+        mbar_init(full_bar(i, s), kSlotArrivals);
+        mbar_init(empty_bar(i, s), kSlotArrivals);
+        mbar_init(dma_bar(i, s), kSlotArrivals);
       }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
+  // in a cluster, every block has started before any block writes into another's shared memory
+  if (cluster_dim_x() * cluster_dim_y() > 1)
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
+                     : "memory");
 }
-// A role returned: its bulk writes are done before the block's shared memory goes away.
-inline void role_end() { bulk_wait_all(); }
+// A role returned: its bulk writes are done before the block's shared memory goes away, and in a
+// cluster no block leaves while another may still write into its shared memory (a role that
+// failed has exited and is not waited for).
+inline void role_end() {
+  bulk_wait_all();
+  if (cluster_dim_x() * cluster_dim_y() > 1)
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
 
 }  // namespace kiln::tile::cuda

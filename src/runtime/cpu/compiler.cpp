@@ -13,6 +13,9 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
+#include "runtime/atomic_file.h"
+#include "runtime/cache_dir.h"
+#include "runtime/cache_entry.h"
 #include "runtime/cpu/compiler_check.h"
 #include "runtime/file_util.h"
 
@@ -87,7 +90,7 @@ const Chosen& chosen(Language lang) {
                            std::to_string(static_cast<long long>(st.st_mtime));
     CompilerFamily family = compiler_family(version);
     std::string flags = base_flags(lang, family) + " " +
-                        checked_opt_flags(cc, identity, lang, family, settings().cache_dir) + " -shared -w" +
+                        checked_opt_flags(cc, identity, lang, family, cache_dir()) + " -shared -w" +
                         (extra.empty() ? "" : " " + extra);
     c = {cc + "\n" + extra, cc, cc + "\n" + version.substr(0, version.find('\n')) + "\n" + flags, flags};
   }
@@ -101,25 +104,24 @@ void compile_shared_object(const std::string& source, const std::string& so_path
                            Language lang, const std::string& include_dir) {
   const Chosen& c = chosen(lang);
   const std::string& cc = c.cc;
-  std::string tmp = so_path + ".tmp" + std::to_string(getpid());
-  std::string c_path = tmp + (lang == Language::C ? ".c" : ".cpp");
-  write_file_atomic(c_path, source);
+  // the compiler writes a temporary file of this process (a killed one's are swept, cache_dir.cpp);
+  // its bytes become the checked entry so_path
+  std::string tmp = temp_name(so_path), c_path = temp_name(so_path, lang == Language::C ? ".c" : ".cpp");
+  write_file_atomic(c_path, source, /*clean_stale=*/false);
   std::string out;
   stats().compiler_invocations++;
   std::string inc = include_dir.empty() ? "" : " -I " + shell_quote(include_dir);
   int rc = run_command(
       shell_quote(cc) + " " + c.flags + inc + " -o " + shell_quote(tmp) + " " + shell_quote(c_path), out);
   std::remove(c_path.c_str());
-  if (rc != 0) {
-    std::remove(tmp.c_str());
+  std::optional<std::string> so = rc == 0 ? read_file(tmp) : std::nullopt;
+  std::remove(tmp.c_str());
+  if (rc != 0)
     throw Error(std::string("kiln.compile: the ") + (lang == Language::C ? "C" : "C++") + " compiler (" + cc +
                 ") failed on kernel(s) " + what +
                 (out.empty() ? " with exit status " + std::to_string(rc) + " and no output" : ":\n" + out));
-  }
-  if (std::rename(tmp.c_str(), so_path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error("kiln.compile: cannot move the compiled kernels into " + so_path);
-  }
+  if (!so) throw Error("kiln.compile: the compiler (" + cc + ") wrote no readable " + tmp + " for " + what);
+  write_entry(so_path, *so);
 }
 
 }  // namespace kiln::runtime

@@ -14,7 +14,8 @@ std::string find_cxx_compiler();
 // Identity of the compiler and the flags it compiles kernels with (part of every cache key): the
 // flags are the fastest set under which the compiler self-test passes (compiler_check.h).
 const std::string& compiler_id(Language lang = Language::C);
-// Compiles `source` into the shared object `so_path` (written atomically). `what` names the kernels
+// Compiles `source` into the shared object `so_path`, written as a checked program-cache entry
+// (cache_entry.h; dlopen reads it as it is). `what` names the kernels
 // for error messages; `include_dir` (may be empty) is added with -I; a failed compile throws
 // kiln::Error with the compiler's output.
 void compile_shared_object(const std::string& source, const std::string& so_path, const std::string& what,

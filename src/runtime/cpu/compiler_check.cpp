@@ -8,6 +8,8 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
+#include "runtime/atomic_file.h"
+#include "runtime/cache_entry.h"
 #include "runtime/file_util.h"
 #include "runtime/program_cache.h"
 
@@ -41,10 +43,12 @@ std::vector<std::string> candidate_opt_flags(Language lang, CompilerFamily famil
     // GCC 13 findings go away) and without complete unrolling of short loops (GCC 12's flipped sum);
     // without the loop vectorizer the matmul kernels are several times slower.
     // -fno-tree-partial-pre: GCC 12 miscompiles some vectorized masked loops (a padded bf16 copy)
-    // after partial redundancy elimination on AVX-512.
+    // after partial redundancy elimination on AVX-512. GCC 13 drops the masked-off half of a
+    // where() summed in a reduce when it uses AVX-512's mask registers: the next level keeps the
+    // vectorizer on AVX2.
     const std::string pre = lang == Language::C ? " -fno-tree-partial-pre" : "";
-    return {"-O3" + pre + " -fvect-cost-model=very-cheap --param=max-completely-peel-times=1",
-            "-O3" + pre + " -fno-tree-loop-vectorize", "-O1"};
+    const std::string vec = "-O3" + pre + " -fvect-cost-model=very-cheap --param=max-completely-peel-times=1";
+    return {vec, vec + " -mno-avx512f", "-O3" + pre + " -fno-tree-loop-vectorize", "-O1"};
   }
   return {"-O3", "-O1"};
 }
@@ -130,6 +134,37 @@ NOINLINE void mul_sub(float* KR out, const float* KR x, const float* KR y, int64
   for (int64_t i = 0; i < n; i++) out[i] = x[i] * x[i] - y[i];
 }
 NOINLINE float mul_sub1(float x, float y) { return x * x - y; }
+/* a gradient through where(m, x, y) with x and y both the same scalar: the two masked halves
+   summed in a reduce of a loop-invariant value, beside a second reduce */
+NOINLINE void split_select_sum(float* KR out, const float* KR x, const float* KR c, const float* KR v,
+                               int64_t n) {
+  float g = x[0] * 0.5f, h = x[0] * -2.0f;
+  float acc0 = 0.0f, acc1 = 0.0f;
+#pragma omp simd reduction(+ : acc0) reduction(+ : acc1)
+  for (int64_t i = 0; i < n; i++) {
+    acc0 = acc0 + h;
+    float e = v[i];
+    int m = c[0] < e;
+    float a = m ? g : 0.0f;
+    float b = m ? 0.0f : g;
+    acc1 = acc1 + (a + b);
+  }
+  out[0] = acc0 * 0.25f + acc1;
+}
+NOINLINE void split_select_sum6(float* KR out, const float* KR x, const float* KR c, const float* KR v) {
+  float g = x[0] * 0.5f, h = x[0] * -2.0f;
+  float acc0 = 0.0f, acc1 = 0.0f;
+#pragma omp simd reduction(+ : acc0) reduction(+ : acc1)
+  for (int64_t i = 0; i < 6; i++) {
+    acc0 = acc0 + h;
+    float e = v[i];
+    int m = c[0] < e;
+    float a = m ? g : 0.0f;
+    float b = m ? 0.0f : g;
+    acc1 = acc1 + (a + b);
+  }
+  out[0] = acc0 * 0.25f + acc1;
+}
 
 int main(void) {
   alarm(20);
@@ -181,6 +216,17 @@ int main(void) {
   for (int i = 0; i < 32; i++)
     if (d[i] != 0.0f) bad |= 16;
   if (mul_sub1(x[0], y[0]) != 0.0f) bad |= 16;
+  {
+    /* every element counts g = 1 once, whichever side of the mask it falls on */
+    float two = 2.0f * one, c = -0.75f * one, v[16];
+    for (int i = 0; i < 16; i++) v[i] = (i % 4 == 3 ? -2.0f : 1.5f) * one;
+    split_select_sum6(out, &two, &c, v);
+    if (out[0] != 6.0f - 6.0f) bad |= 64;
+    for (int64_t n = 1; n <= 16; n++) {
+      split_select_sum(out, &two, &c, v, n);
+      if (out[0] != (float)n - (float)n) bad |= 64;
+    }
+  }
   return bad;
 }
 )CANARY";
@@ -193,9 +239,10 @@ enum class Verdict { Right, Wrong, NoCompile };
 // Compiles the canaries with `flags` and runs them; `why` says what went wrong.
 Verdict try_flags(const std::string& cc, const std::string& flags, Language lang, const std::string& dir,
                   std::string& why) {
-  std::string stem = dir + "/canary_" + std::to_string(getpid()) + "_" + hash_hex(hash_string(flags));
-  std::string src = stem + (lang == Language::C ? ".c" : ".cpp"), exe = stem + ".bin";
-  write_file_atomic(src, canary_source());
+  // temporary names of this process: a killed check's files are swept like a killed compile's
+  std::string stem = dir + "/canary_" + hash_hex(hash_string(flags));
+  std::string src = temp_name(stem, lang == Language::C ? ".c" : ".cpp"), exe = temp_name(stem, ".bin");
+  write_file_atomic(src, canary_source(), /*clean_stale=*/false);
   std::string out;
   int rc =
       run_command(shell_quote(cc) + " " + flags + " -w -o " + shell_quote(exe) + " " + shell_quote(src), out);
@@ -223,23 +270,17 @@ std::string checked_opt_flags(const std::string& cc, const std::string& identity
   std::string base = base_flags(lang, family);
   std::string key = hash_hex(hash_string(identity + "\n" + base + "\n" + canary_source()));
   std::string record = cache_dir + "/cc_" + key + ".flags";
-  if (auto got = read_file(record)) return *got;
-  std::string dir = cache_dir;
-  try {
-    make_dirs(dir);
-  } catch (const Error&) {
-    dir = "/tmp";  // an unusable cache directory: check anyway, remember nothing
-  }
+  if (auto got = read_entry(record)) return *got;
   std::string tried;
   bool compiled_any = false;
   for (const std::string& opt : candidate_opt_flags(lang, family)) {
     std::string why;
-    Verdict v = try_flags(cc, base + " " + opt, lang, dir, why);
+    Verdict v = try_flags(cc, base + " " + opt, lang, cache_dir, why);
     compiled_any |= v != Verdict::NoCompile;
     if (v == Verdict::Right) {
       if (settings().debug >= 1)
         std::fprintf(stderr, "kiln: compiler self-test: %s passes with %s\n", cc.c_str(), opt.c_str());
-      if (dir == cache_dir) write_file_atomic(record, opt);
+      write_entry(record, opt);
       return opt;
     }
     if (settings().debug >= 1)

@@ -26,8 +26,9 @@ std::vector<std::string> candidate_opt_flags(Language lang, CompilerFamily famil
 const char* canary_source();
 
 // The first candidate under which the canaries pass, for compiler `cc` whose identity (path, full
-// version text, binary size and time) is `identity`: read from `cache_dir` when checked before,
-// else checked now and written there. Throws kiln::Error naming the compiler when none passes.
+// version text, binary size and time) is `identity`: read from `cache_dir` (a usable directory,
+// cache_dir.h) when checked before, else checked now and written there as a checked entry. Throws kiln::Error
+// naming the compiler when none passes.
 std::string checked_opt_flags(const std::string& cc, const std::string& identity, Language lang,
                               CompilerFamily family, const std::string& cache_dir);
 

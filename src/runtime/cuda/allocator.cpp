@@ -1,6 +1,7 @@
 // Caching device allocator (see allocator.h).
 #include "runtime/cuda/allocator.h"
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -41,13 +42,24 @@ void release_locked(Pool& p, const Api* a) {
   p.stats.cached = 0;
 }
 
+constexpr int kErrorOutOfMemory = 2;  // CUDA_ERROR_OUT_OF_MEMORY
+
+[[noreturn]] void out_of_memory(Context& c, const Pool& p, int ordinal, size_t bytes) {
+  size_t free_b = 0, total_b = 0;
+  c.api->cuMemGetInfo(&free_b, &total_b);
+  throw Error("kiln.cuda: out of device memory allocating " + std::to_string(bytes) + " bytes on cuda:" +
+              std::to_string(ordinal) + " (" + std::to_string(p.stats.in_use) + " bytes in use by kiln, " +
+              std::to_string(free_b) + " of " + std::to_string(total_b) + " free)");
+}
+
 }  // namespace
 
 CUdeviceptr device_alloc(int ordinal, size_t bytes) {
   Context& c = context(ordinal);
   Pool& p = pool(ordinal);
-  size_t size = rounded(bytes);
   std::lock_guard<std::mutex> l(p.mu);
+  if (bytes > SIZE_MAX / 2) out_of_memory(c, p, ordinal, bytes);  // no device holds it; rounding would wrap
+  size_t size = rounded(bytes);
   // a cached block at most 25% larger than asked (so a huge block does not serve a small request)
   auto it = p.free.lower_bound(size);
   if (it != p.free.end() && it->first <= size + size / 4) {
@@ -67,13 +79,8 @@ CUdeviceptr device_alloc(int ordinal, size_t bytes) {
     release_locked(p, c.api);
     rc = c.api->cuMemAlloc(&ptr, size);
   }
-  if (rc != 0) {
-    size_t free_b = 0, total_b = 0;
-    c.api->cuMemGetInfo(&free_b, &total_b);
-    throw Error("kiln.cuda: out of device memory allocating " + std::to_string(bytes) + " bytes on cuda:" +
-                std::to_string(ordinal) + " (" + std::to_string(p.stats.in_use) + " bytes in use by kiln, " +
-                std::to_string(free_b) + " of " + std::to_string(total_b) + " free)");
-  }
+  if (rc == kErrorOutOfMemory) out_of_memory(c, p, ordinal, bytes);
+  check(rc, ("cuMemAlloc of " + std::to_string(bytes) + " bytes").c_str());  // another failure: its name
   p.stats.device_allocs++;
   p.stats.in_use += size;
   if (p.stats.in_use > p.stats.peak) p.stats.peak = p.stats.in_use;

@@ -1,4 +1,5 @@
-// NVRTC compilation and the CUDA program cache (see program_cache.h).
+// NVRTC compilation and the CUDA program cache (see program_cache.h); its files are checked entries
+// (cache_entry.h, shared with the CPU cache), so a damaged cubin is compiled again, never loaded.
 #include "runtime/cuda/program_cache.h"
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
+#include "runtime/cache_dir.h"
+#include "runtime/cache_entry.h"
 #include "runtime/cuda/allocator.h"
 #include "runtime/cuda/context.h"
 #include "runtime/file_util.h"
@@ -77,7 +80,7 @@ CUmodule load_module(Context& c, const std::string& path, const std::string* byt
   if (auto it = k.modules.find(key); it != k.modules.end()) return it->second;
   std::optional<std::string> data;
   if (!bytes) {
-    data = read_file(path);
+    data = read_entry(path);  // checked: the driver is given no size, a short cubin would be overread
     if (!data) return nullptr;
     bytes = &*data;
   }
@@ -85,6 +88,12 @@ CUmodule load_module(Context& c, const std::string& path, const std::string* byt
   if (c.api->cuModuleLoadData(&m, bytes->data()) != 0) return nullptr;
   k.modules[key] = m;
   return m;
+}
+
+// An index file names a batch's cubin in the same directory.
+bool valid_cubin_name(const std::string& f) {
+  return f.size() > 8 && f.rfind("b_", 0) == 0 && f.find('/') == std::string::npos &&
+         f.compare(f.size() - 6, 6, ".cubin") == 0;
 }
 
 CUfunction get_function(Context& c, CUmodule m, const std::string& symbol) {
@@ -100,7 +109,7 @@ std::vector<CUfunction> load_kernels(int ordinal, const std::vector<KernelSource
   Cache& k = cache();
   std::lock_guard<std::mutex> l(k.mu);
   const std::string id = compiler_id(c);
-  const std::string& dir = settings().cache_dir;
+  const std::string dir = cache_dir();
   std::vector<CUfunction> fns(kernels.size());
   std::vector<std::string> keys(kernels.size());
   std::vector<size_t> missing;
@@ -112,7 +121,7 @@ std::vector<CUfunction> load_kernels(int ordinal, const std::vector<KernelSource
       stats().memory_cache_hits++;
       continue;
     }
-    if (auto file = read_file(dir + "/cu_" + keys[i] + ".idx")) {
+    if (auto file = read_entry(dir + "/cu_" + keys[i] + ".idx"); file && valid_cubin_name(*file)) {
       if ((fns[i] = get_function(c, load_module(c, dir + "/" + *file, nullptr), kernels[i].symbol))) {
         k.fns[prefix + keys[i]] = fns[i];
         stats().disk_cache_hits++;
@@ -126,16 +135,15 @@ std::vector<CUfunction> load_kernels(int ordinal, const std::vector<KernelSource
   Batch batch = make_batch(codegen::cuda_prelude(), kernels, keys, missing, id);
   const std::string& what = batch.what;
   std::string cubin = compile(c, batch.source, what, options(c));
-  make_dirs(dir);
   std::string file = "b_" + batch.key + ".cubin";
-  write_file_atomic(dir + "/" + file, cubin);
+  write_entry(dir + "/" + file, cubin);
   CUmodule m = load_module(c, dir + "/" + file, &cubin);
   if (!m) throw Error("kiln.cuda: the driver could not load the compiled kernels " + what);
   for (size_t i : missing) {
     fns[i] = get_function(c, m, kernels[i].symbol);
     if (!fns[i]) throw Error("kiln.cuda: kernel " + kernels[i].name + " missing from " + file);
     k.fns[prefix + keys[i]] = fns[i];
-    write_file_atomic(dir + "/cu_" + keys[i] + ".idx", file);
+    write_entry(dir + "/cu_" + keys[i] + ".idx", file);
     stats().kernels_compiled++;
   }
   return fns;
@@ -153,7 +161,7 @@ CUfunction load_program(int ordinal, const std::string& what, const std::string&
                    std::to_string(availability().nvrtc_minor) + " program";
   for (auto& o : opts) id += " " + o;
   const std::string key = "p_" + hash_hex(hash_string(source, hash_string(id)));
-  const std::string& dir = settings().cache_dir;
+  const std::string dir = cache_dir();
   const std::string mem_key = std::to_string(ordinal) + ":" + key;
   if (auto it = k.fns.find(mem_key); it != k.fns.end()) {
     stats().memory_cache_hits++;
@@ -165,8 +173,7 @@ CUfunction load_program(int ordinal, const std::string& what, const std::string&
     return f;
   }
   std::string cubin = compile(c, source, what, opts);
-  make_dirs(dir);
-  write_file_atomic(dir + "/" + key + ".cubin", cubin);
+  write_entry(dir + "/" + key + ".cubin", cubin);
   CUfunction f = get_function(c, load_module(c, dir + "/" + key + ".cubin", &cubin), symbol);
   if (!f) throw Error("kiln.cuda: the driver could not load " + what + " (kernel " + symbol + ")");
   k.fns[mem_key] = f;

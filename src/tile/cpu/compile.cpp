@@ -3,9 +3,11 @@
 // The kernel-facing headers are written from the copies embedded in the library, so the compiler
 // finds the ones this library was built with, from a build tree or an install alike.
 #include <cstdio>
+#include <filesystem>
 #include <mutex>
 
 #include "kiln/debug.h"
+#include "runtime/cache_dir.h"
 #include "runtime/file_util.h"
 #include "runtime/program_cache.h"
 #include "tile/cpu/launch_state.h"
@@ -24,8 +26,8 @@ const Headers& headers() {
   static std::string for_cache_dir;
   static Headers h;
   std::lock_guard<std::mutex> l(mu);
-  const std::string& cache = settings().cache_dir;
-  if (for_cache_dir != cache || h.dir.empty()) {
+  const std::string cache = runtime::cache_dir();
+  if (for_cache_dir != cache || h.dir.empty() || !std::filesystem::is_directory(h.dir)) {
     uint64_t hash = 0;
     for (auto& [path, text] : embedded_headers()) hash = runtime::hash_string(path + text, hash);
     char hex[20];

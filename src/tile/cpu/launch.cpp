@@ -1,6 +1,7 @@
 // Launches a tile program on the CPU: binds tensors, builds each core's CBs and semaphores, makes a
-// fiber per role per core, runs them (fibers.cpp) and turns the outputs into tensors.
+// fiber per role per core, runs them (watchdog.cpp, fibers.cpp) and turns the outputs into tensors.
 #include <cstring>
+#include <new>
 
 #include "ir/node.h"
 #include "kiln/debug.h"
@@ -20,32 +21,42 @@ std::pair<int64_t, int64_t> as_2d(const Shape& s) {
   return {rows, s.back()};
 }
 
-}  // namespace
+std::string mb(double bytes) {
+  return std::to_string(static_cast<long long>(bytes / (1 << 20) + 0.5)) + " MB";
+}
 
-void launch(Program::Desc& d) {
-  // the GPU's limit, so that a kernel too large for it fails here too
-  check_cb_memory(d, layout_cbs(d), kSharedMemoryPerBlock, "");
-  Entry entry = compile(d);
-  abi::RoleFn roles[16];
-  if (d.dm_roles.size() + 1 > 16) throw Error("kiln.tile: program '" + d.name + "' has more than 16 roles");
-  int n_roles = entry(&runtime_table(), roles);
+// What a launch allocates, for an out-of-memory message.
+std::string launch_memory(const Program::Desc& d, int n_roles) {
+  size_t cbs = 0, outputs = 0;
+  for (auto& cb : d.cbs) cbs += cb.block_bytes() * static_cast<size_t>(cb.buffer_factor);
+  for (auto& t : d.tensors)
+    if (t.output) {
+      auto [rows, cols] = as_2d(t.shape);
+      outputs += static_cast<size_t>(rows * cols) * dtype_size(t.dtype);
+    }
+  const double per_core = static_cast<double>(n_roles * kStackBytes + cbs), cores = d.grid.size();
+  return "each core takes " + std::to_string(n_roles) + " role stacks of " +
+         std::to_string(kStackBytes / 1024) + " KB and " + std::to_string(cbs) + " bytes of CBs, " +
+         mb(per_core * cores) + " for all cores, and the outputs " + mb(static_cast<double>(outputs));
+}
 
-  Launch L;
-  L.desc = &d;
+// Binds the tensors and builds the cores and their fibers (their stacks too, here on the launching
+// thread, so running out of memory is one clear error).
+void build(Launch& L, int n_roles, const abi::RoleFn* roles) {
+  const Program::Desc& d = L.desc;
   // inputs stay alive (realized, contiguous) for the launch; outputs start as zeros
-  std::vector<Tensor> inputs;
-  std::vector<std::vector<std::byte>> outputs(d.tensors.size());
+  L.outputs.resize(d.tensors.size());
   for (size_t i = 0; i < d.tensors.size(); i++) {
-    TensorDecl& t = d.tensors[i];
+    const TensorDecl& t = d.tensors[i];
     auto [rows, cols] = as_2d(t.shape);
     std::byte* data;
     if (t.output) {
-      outputs[i].assign(static_cast<size_t>(rows * cols) * dtype_size(t.dtype), std::byte{0});
-      data = outputs[i].data();
+      L.outputs[i].assign(static_cast<size_t>(rows * cols) * dtype_size(t.dtype), std::byte{0});
+      data = L.outputs[i].data();
     } else {
-      inputs.push_back(t.value.contiguous());
-      inputs.back().realize();
-      data = static_cast<std::byte*>(inputs.back().node()->buffer->data);
+      L.inputs.push_back(t.value.contiguous());
+      L.inputs.back().realize();
+      data = static_cast<std::byte*>(L.inputs.back().node()->buffer->data);
     }
     L.tensors.push_back(TensorView{data, &t, rows, cols});
   }
@@ -72,16 +83,38 @@ void launch(Program::Desc& d) {
       f->core = core.get();
       f->role = r < static_cast<int>(d.dm_roles.size()) ? d.dm_roles[r] : d.compute_role;
       f->fn = roles[r];
+      f->stack.reset(new char[kStackBytes]);
       core->fibers.push_back(f.get());
       L.fibers.push_back(std::move(f));
     }
     L.cores.push_back(std::move(core));
   }
+}
+
+}  // namespace
+
+void launch(Program::Desc& d) {
+  // the GPU's limit, so that a kernel too large for it fails here too
+  check_cb_memory(d, layout_cbs(d), kSharedMemoryPerBlock, "");
+  Entry entry = compile(d);
+  abi::RoleFn roles[16];
+  if (d.dm_roles.size() + 1 > 16) throw Error("kiln.tile: program '" + d.name + "' has more than 16 roles");
+  int n_roles = entry(&runtime_table(), roles);
+
+  auto L = std::make_unique<Launch>();
+  try {
+    L->desc = d;
+    build(*L, n_roles, roles);
+  } catch (const std::bad_alloc&) {
+    L.reset();
+    throw Error("kiln.tile: out of memory launching " + std::to_string(d.grid.size()) + " cores of kernel '" +
+                d.name + "': " + launch_memory(d, n_roles) + "; use fewer cores or smaller CBs");
+  }
   stats().tile_launches++;
   run_cores(L);
   for (size_t i = 0; i < d.tensors.size(); i++)
     if (d.tensors[i].output)
-      d.tensors[i].value = from_buffer(outputs[i].data(), d.tensors[i].shape, d.tensors[i].dtype);
+      d.tensors[i].value = from_buffer(L->outputs[i].data(), d.tensors[i].shape, d.tensors[i].dtype);
 }
 
 }  // namespace kiln::tile::cpu

@@ -24,6 +24,7 @@ struct Slot {
   int pending_in = 0, pending_out = 0;  // transfers into / out of the block not yet waited
   abi::Loc pending_at{};                // where the last of them was issued
   bool awaiting_mcast = false, mcast_arrived = false;
+  int64_t mcast_seq = 0;  // while awaiting: the CB's count of receives posted before this one
   abi::Loc acquired_at{}, pushed_at{}, popped_at{};
 };
 
@@ -33,6 +34,7 @@ struct CBState {
   std::vector<std::byte> mem;
   std::vector<Slot> slots;
   int64_t reserved = 0, pushed = 0, waited = 0, popped = 0;  // blocks handed out so far
+  int64_t mcast_posted = 0;                                  // mcast_receive() calls so far
   std::byte* block(int slot) { return mem.data() + slot * block_bytes; }
 };
 
@@ -45,6 +47,14 @@ struct TransferState {
 
 struct Core;
 
+// The runtime call a role made last (what a watchdog report says a role in kernel code did last).
+struct Call {
+  const char* op = nullptr;  // "reserve() on", "value() of", ...; null: no call yet
+  enum Object { None, CB, Sem } object = None;
+  int id = -1;
+  abi::Loc at{};
+};
+
 struct Fiber {
   ucontext_t ctx;
   std::unique_ptr<char[]> stack;
@@ -55,7 +65,9 @@ struct Fiber {
   std::function<bool()> ready;           // while Blocked: may it go on?
   std::function<std::string()> blocked;  // while Blocked: what it waits for (deadlock reports)
   abi::Loc blocked_at{};
+  Call last;
 };
+inline constexpr size_t kStackBytes = 256 * 1024;  // per role
 
 struct Core {
   int index, x, y;
@@ -73,16 +85,23 @@ struct TensorView {
   int64_t rows, cols;  // elements
 };
 
+// Everything a role can touch, owned here: a launch the watchdog gives up on outlives its program
+// (its stuck threads keep it, see run_cores).
 struct Launch {
-  Program::Desc* desc;
+  Program::Desc desc;  // a copy of the program's declarations
+  std::vector<Tensor> inputs;
+  std::vector<std::vector<std::byte>> outputs;  // by tensor index (empty for inputs)
   std::vector<TensorView> tensors;
   std::vector<std::unique_ptr<Core>> cores;
   std::vector<std::unique_ptr<Fiber>> fibers;
   std::mutex mu;
-  std::condition_variable cv;
-  uint64_t epoch = 0;  // bumped on every state change a blocked role may wait for
-  int live_workers = 0, sleeping = 0;
+  std::condition_variable cv;    // roles' progress, for sleeping worker threads
+  std::condition_variable done;  // a worker thread exited, for the launching thread
+  uint64_t epoch = 0;            // bumped on every state change a blocked role may wait for
+  int live_workers = 0, sleeping = 0, exited = 0;
+  std::vector<char> worker_exited;  // per worker thread
   bool failed = false;
+  bool abandoned = false;  // the launching thread returned without this launch's stuck threads
   std::string error;
 };
 
@@ -94,9 +113,18 @@ struct Worker {
 };
 Worker*& this_worker();
 
-// Runs every role of every core to completion on up to KILN_THREADS threads (src/tile/cpu/fibers.cpp);
-// throws kiln::Error for a deadlock, a failed check or leftover blocks.
-void run_cores(Launch& L);
+// Runs every role of every core to completion on up to KILN_THREADS threads of its own, watched
+// (src/tile/cpu/watchdog.cpp); throws kiln::Error for a deadlock, a failed check, leftover blocks,
+// an exception in a role, or no progress for KILN_TILE_TIMEOUT_MS. A launch whose threads are stuck
+// in kernel code is handed to them (L is null afterwards) and kept for the rest of the process.
+void run_cores(std::unique_ptr<Launch>& L);
+// Worker thread w of `threads`: runs the fibers of cores w, w + threads, ... until they end or the
+// launch fails; every exception becomes the launch's error (src/tile/cpu/fibers.cpp).
+void worker_main(Launch& L, int w, int threads);
+// With L.mu held: fails the launch with msg (the first error wins) and wakes every thread.
+void set_error(Launch& L, const std::string& msg);
+// Threads the watchdog gave up on that still run kernel code.
+int abandoned_threads_running();
 
 // From a role, with lk holding L.mu: returns once ready() holds, yielding to other roles until then.
 void block_until(std::unique_lock<std::mutex>& lk, std::function<bool()> ready,
@@ -104,10 +132,15 @@ void block_until(std::unique_lock<std::mutex>& lk, std::function<bool()> ready,
 // From a role, with lk holding L.mu: fails the launch with `msg` (prefixed by kernel, core and role,
 // followed by the source position) and never returns.
 [[noreturn]] void fail_here(std::unique_lock<std::mutex>& lk, const std::string& msg, abi::Loc at);
+// From a role, with lk holding L.mu: ends the role where it is (the launch failed) and never returns.
+[[noreturn]] void leave_fiber(std::unique_lock<std::mutex>& lk);
 // With L.mu held: wakes threads whose roles may now go on.
 void notify_progress(Launch& L);
 std::string where(abi::Loc at);
 std::string core_name(const Launch& L, const Core& c);
+// What a role was doing, for deadlock and watchdog reports: its blocked operation, or its last
+// runtime call while it runs kernel code.
+std::string doing(const Launch& L, const Fiber& f);
 
 // The table compiled kernels call (src/tile/cpu/runtime.cpp).
 const abi::Runtime& runtime_table();

@@ -16,9 +16,14 @@ struct Ctx {
   std::unique_lock<std::mutex> lk;
 };
 
-Ctx enter() {
+// Every runtime call starts here: takes the launch's lock, notes the call (for watchdog reports) and
+// ends the role if the launch already failed, so a role of a failed launch stops at its next call.
+Ctx enter(const char* op, Call::Object object, int id, abi::Loc at) {
   Worker* w = this_worker();
-  return Ctx{*w->launch, *w->current->core, std::unique_lock<std::mutex>(w->launch->mu)};
+  std::unique_lock<std::mutex> lk(w->launch->mu);
+  if (w->launch->failed) leave_fiber(lk);
+  w->current->last = Call{op, object, id, at};
+  return Ctx{*w->launch, *w->current->core, std::move(lk)};
 }
 
 CBState& cb_at(Ctx& c, int cb, abi::Loc at) {
@@ -84,7 +89,7 @@ const TensorView& tensor_at(Ctx& c, int t, abi::Loc at) {
 int64_t tiles(int64_t n) { return (n + kTileSize - 1) / kTileSize; }
 
 void tensor_dims(int t, long long* rows, long long* cols) {
-  Ctx c = enter();
+  Ctx c = enter("rows() or cols() of a tensor", Call::None, -1, {});
   const TensorView& v = tensor_at(c, t, {"?", 0});
   bool el = v.decl->indexing == Indexing::Elements;
   *rows = el ? v.rows : tiles(v.rows);
@@ -93,7 +98,7 @@ void tensor_dims(int t, long long* rows, long long* cols) {
 
 // ---- circular buffers ----
 abi::BlockRef cb_reserve(int id, abi::Loc at) {
-  Ctx c = enter();
+  Ctx c = enter("reserve() on", Call::CB, id, at);
   CBState& cb = cb_at(c, id, at);
   int n = static_cast<int>(cb.slots.size());
   block_until(
@@ -119,7 +124,7 @@ void require_no_pending(Ctx& c, CBState& cb, Slot& s, const char* op, abi::Loc a
 }
 
 void cb_push(int id, abi::Loc at) {
-  Ctx c = enter();
+  Ctx c = enter("push() on", Call::CB, id, at);
   CBState& cb = cb_at(c, id, at);
   if (cb.pushed == cb.reserved) fail_here(c.lk, "push() on " + cb_name(cb) + " without a reserved block", at);
   Slot& s = cb.slots[cb.pushed % cb.slots.size()];
@@ -131,7 +136,7 @@ void cb_push(int id, abi::Loc at) {
 }
 
 abi::BlockRef cb_wait(int id, abi::Loc at) {
-  Ctx c = enter();
+  Ctx c = enter("wait() on", Call::CB, id, at);
   CBState& cb = cb_at(c, id, at);
   block_until(
       c.lk, [&] { return cb.waited < cb.pushed; },
@@ -146,7 +151,7 @@ abi::BlockRef cb_wait(int id, abi::Loc at) {
 }
 
 void cb_pop(int id, abi::Loc at) {
-  Ctx c = enter();
+  Ctx c = enter("pop() on", Call::CB, id, at);
   CBState& cb = cb_at(c, id, at);
   if (cb.popped == cb.waited) fail_here(c.lk, "pop() on " + cb_name(cb) + " without a waited block", at);
   Slot& s = cb.slots[cb.popped % cb.slots.size()];
@@ -158,7 +163,7 @@ void cb_pop(int id, abi::Loc at) {
 }
 
 void* block_data(abi::BlockRef b, int write, abi::Loc at) {
-  Ctx c = enter();
+  Ctx c = enter("an access to a block of", Call::CB, b.cb, at);
   return checked_block(c, b, write != 0, at);
 }
 
@@ -168,11 +173,24 @@ struct Rect {
   int64_t r0, c0, rows, cols;  // elements; rows/cols already clipped to the tensor
 };
 
+// [start, start + size) lies in [0, extent), checked without forming start + size (a slice of
+// INT64_MAX rows would wrap past the check).
+bool within(int64_t start, int64_t size, int64_t extent) {
+  return start >= 0 && size >= 0 && start <= extent && size <= extent - start;
+}
+
+// "a..b", or "a..a+b" where the end does not fit in 64 bits.
+std::string span(int64_t start, int64_t size) {
+  int64_t end;
+  if (__builtin_add_overflow(start, size, &end))
+    return std::to_string(start) + ".." + std::to_string(start) + "+" + std::to_string(size);
+  return std::to_string(start) + ".." + std::to_string(end);
+}
+
 Rect slice_rect(Ctx& c, const TensorView& v, const CBState& cb, abi::Slice s, abi::Loc at) {
   const std::string& tn = v.decl->name;
   auto range = [&](const char* unit, int64_t R, int64_t C) {
-    return std::to_string(s.row) + ".." + std::to_string(s.row + s.rows) + " x " + std::to_string(s.col) +
-           ".." + std::to_string(s.col + s.cols) + " " + unit + " of tensor '" + tn + "' (" +
+    return span(s.row, s.rows) + " x " + span(s.col, s.cols) + " " + unit + " of tensor '" + tn + "' (" +
            std::to_string(R) + "x" + std::to_string(C) + " " + unit + ")";
   };
   std::string block = cb.decl->shape_str();
@@ -191,7 +209,7 @@ Rect slice_rect(Ctx& c, const TensorView& v, const CBState& cb, abi::Slice s, ab
                     "element-indexed tensor: Indexing::Elements)",
                 at);
     int64_t R = tiles(v.rows), C = tiles(v.cols);
-    if (s.row < 0 || s.col < 0 || s.row + s.rows > R || s.col + s.cols > C)
+    if (!within(s.row, s.rows, R) || !within(s.col, s.cols, C))
       fail_here(c.lk, "tensor slice out of range: tiles " + range("tiles", R, C), at);
     int64_t r0 = s.row * kTileSize, c0 = s.col * kTileSize;
     return Rect{r0, c0, std::min<int64_t>(s.rows * kTileSize, v.rows - r0),
@@ -202,13 +220,13 @@ Rect slice_rect(Ctx& c, const TensorView& v, const CBState& cb, abi::Slice s, ab
               "dma of " + std::to_string(s.rows) + "x" + std::to_string(s.cols) + " elements of tensor '" +
                   tn + "' does not fit a block of " + block + " of " + cb_name(cb),
               at);
-  if (s.row < 0 || s.col < 0 || s.row + s.rows > v.rows || s.col + s.cols > v.cols)
+  if (!within(s.row, s.rows, v.rows) || !within(s.col, s.cols, v.cols))
     fail_here(c.lk, "tensor slice out of range: elements " + range("elements", v.rows, v.cols), at);
   return Rect{s.row, s.col, s.rows, s.cols};
 }
 
 int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at) {
-  Ctx c = enter();
+  Ctx c = enter("dma() into a block of", Call::CB, b.cb, at);
   const TensorView& v = tensor_at(c, t, at);
   std::byte* dst = checked_block(c, b, true, at);
   CBState& cb = c.core.cbs[b.cb];
@@ -241,7 +259,7 @@ int dma_read(int t, abi::Slice s, abi::BlockRef b, float pad, abi::Loc at) {
 }
 
 int dma_write(abi::BlockRef b, int t, abi::Slice s, abi::Loc at) {
-  Ctx c = enter();
+  Ctx c = enter("dma() out of a block of", Call::CB, b.cb, at);
   const TensorView& v = tensor_at(c, t, at);
   if (!v.decl->output)
     fail_here(c.lk, "dma into input tensor '" + v.decl->name + "': inputs are read-only, declare an output",
@@ -262,7 +280,7 @@ int dma_write(abi::BlockRef b, int t, abi::Slice s, abi::Loc at) {
 }
 
 void transfer_wait(int id, abi::Loc at) {
-  Ctx c = enter();
+  Ctx c = enter("wait() on a transfer", Call::None, -1, at);
   if (id < 0 || id >= static_cast<int>(c.core.transfers.size()))
     fail_here(c.lk, "wait() on an unknown transfer", at);
   if (c.core.transfers[id].waited) return;
@@ -284,27 +302,34 @@ void transfer_wait(int id, abi::Loc at) {
 }
 
 // ---- cross-core ----
-void check_range(Ctx& c, abi::CoreRange r, abi::Loc at) {
-  const Grid& g = c.L.desc->grid;
-  if (r.x0 < 0 || r.y0 < 0 || r.x0 >= r.x1 || r.y0 >= r.y1 || r.x1 > g.cols || r.y1 > g.rows)
+// Cores [x0, x1) x [y0, y1) in 64 bits: one core's range (x, x + 1) cannot wrap.
+void check_range(Ctx& c, long long x0, long long x1, long long y0, long long y1, abi::Loc at) {
+  const Grid& g = c.L.desc.grid;
+  if (x0 < 0 || y0 < 0 || x0 >= x1 || y0 >= y1 || x1 > g.cols || y1 > g.rows)
     fail_here(c.lk,
-              "core range x " + std::to_string(r.x0) + ".." + std::to_string(r.x1) + ", y " +
-                  std::to_string(r.y0) + ".." + std::to_string(r.y1) + " is empty or outside the " +
-                  std::to_string(g.rows) + "x" + std::to_string(g.cols) + " grid",
+              "core range x " + std::to_string(x0) + ".." + std::to_string(x1) + ", y " + std::to_string(y0) +
+                  ".." + std::to_string(y1) + " is empty or outside the " + std::to_string(g.rows) + "x" +
+                  std::to_string(g.cols) + " grid",
               at);
 }
+void check_range(Ctx& c, abi::CoreRange r, abi::Loc at) { check_range(c, r.x0, r.x1, r.y0, r.y1, at); }
 
-Core& core_at(Ctx& c, int x, int y) { return *c.L.cores[y * c.L.desc->grid.cols + x]; }
+Core& core_at(Ctx& c, int x, int y) { return *c.L.cores[y * c.L.desc.grid.cols + x]; }
 
-// The receiver's slot waiting for a multicast into CB dst, or null.
+// The receiver's slot that the next multicast into CB dst fills, or null: of the receives still
+// waiting, the one posted first (as on the GPU, where the k-th payload goes to the k-th receive),
+// which after the ring wrapped need not be the lowest slot.
 Slot* receiving_slot(Core& core, int dst) {
+  Slot* first = nullptr;
   for (auto& s : core.cbs[dst].slots)
-    if (s.state == Slot::Reserved && s.awaiting_mcast && !s.mcast_arrived) return &s;
-  return nullptr;
+    if (s.state == Slot::Reserved && s.awaiting_mcast && !s.mcast_arrived &&
+        (!first || s.mcast_seq < first->mcast_seq))
+      first = &s;
+  return first;
 }
 
 int mcast(abi::BlockRef b, int dst, abi::CoreRange r, abi::Loc at) {
-  Ctx c = enter();
+  Ctx c = enter("mcast() into", Call::CB, dst, at);
   check_range(c, r, at);
   std::byte* src = checked_block(c, b, false, at);
   CBState& dcb = cb_at(c, dst, at);
@@ -339,13 +364,14 @@ int mcast(abi::BlockRef b, int dst, abi::CoreRange r, abi::Loc at) {
 }
 
 int mcast_receive(abi::BlockRef b, abi::Loc at) {
-  Ctx c = enter();
+  Ctx c = enter("mcast_receive() on", Call::CB, b.cb, at);
   Slot& s = live_slot(c, b, at);
   CBState& cb = c.core.cbs[b.cb];
   if (s.state != Slot::Reserved)
     fail_here(c.lk, "mcast_receive() needs a block reserved on " + cb_name(cb) + ", not a waited one", at);
   s.awaiting_mcast = true;
   s.mcast_arrived = false;
+  s.mcast_seq = cb.mcast_posted++;
   s.pending_in++;
   s.pending_at = at;
   int id = add_transfer(c.core, TransferState::McastRecv, b, at);
@@ -359,22 +385,22 @@ long long& sem_at(Ctx& c, Core& core, int sem, abi::Loc at) {
   return core.sems[sem];
 }
 
-std::string sem_name(Ctx& c, int sem) { return "semaphore '" + c.L.desc->semaphores[sem] + "'"; }
+std::string sem_name(Ctx& c, int sem) { return "semaphore '" + c.L.desc.semaphores[sem] + "'"; }
 
 void sem_set(int sem, long long v, abi::Loc at) {
-  Ctx c = enter();
+  Ctx c = enter("set() on", Call::Sem, sem, at);
   sem_at(c, c.core, sem, at) = v;
   notify_progress(c.L);
 }
 
 void sem_inc(int sem, long long n, abi::Loc at) {
-  Ctx c = enter();
+  Ctx c = enter("inc() on", Call::Sem, sem, at);
   sem_at(c, c.core, sem, at) += n;
   notify_progress(c.L);
 }
 
 void sem_wait(int sem, long long v, abi::Loc at) {
-  Ctx c = enter();
+  Ctx c = enter("wait() on", Call::Sem, sem, at);
   long long& value = sem_at(c, c.core, sem, at);
   block_until(
       c.lk, [&] { return value >= v; },
@@ -386,21 +412,21 @@ void sem_wait(int sem, long long v, abi::Loc at) {
 }
 
 long long sem_value(int sem, abi::Loc at) {
-  Ctx c = enter();
+  Ctx c = enter("value() of", Call::Sem, sem, at);
   return sem_at(c, c.core, sem, at);
 }
 
 void sem_remote_inc(int sem, int x, int y, long long n, abi::Loc at) {
-  Ctx c = enter();
-  check_range(c, abi::CoreRange{x, y, x + 1, y + 1}, at);
+  Ctx c = enter("remote_inc() on", Call::Sem, sem, at);
+  check_range(c, x, x + 1LL, y, y + 1LL, at);
   sem_at(c, core_at(c, x, y), sem, at) += n;
   notify_progress(c.L);
 }
 
 // f(value) for the semaphore on every core of r.
 template <class F>
-void each_core(int sem, abi::CoreRange r, abi::Loc at, F f) {
-  Ctx c = enter();
+void each_core(const char* op, int sem, abi::CoreRange r, abi::Loc at, F f) {
+  Ctx c = enter(op, Call::Sem, sem, at);
   check_range(c, r, at);
   for (int y = r.y0; y < r.y1; y++)
     for (int x = r.x0; x < r.x1; x++) f(sem_at(c, core_at(c, x, y), sem, at));
@@ -408,22 +434,22 @@ void each_core(int sem, abi::CoreRange r, abi::Loc at, F f) {
 }
 
 void sem_mcast_set(int sem, abi::CoreRange r, long long v, abi::Loc at) {
-  each_core(sem, r, at, [&](long long& s) { s = v; });
+  each_core("mcast_set() on", sem, r, at, [&](long long& s) { s = v; });
 }
 
 void sem_mcast_inc(int sem, abi::CoreRange r, long long n, abi::Loc at) {
-  each_core(sem, r, at, [&](long long& s) { s += n; });
+  each_core("mcast_inc() on", sem, r, at, [&](long long& s) { s += n; });
 }
 
 void fail(const char* msg, abi::Loc at) {
-  Ctx c = enter();
+  Ctx c = enter("a failed check", Call::None, -1, at);
   fail_here(c.lk, msg, at);
 }
 
 void compute_only(const char* what, abi::Loc at) {
-  Ctx c = enter();
+  Ctx c = enter(what, Call::None, -1, at);
   const std::string& role = this_worker()->current->role;
-  if (role != c.L.desc->compute_role)
+  if (role != c.L.desc.compute_role)
     fail_here(c.lk,
               std::string(what) + " in data-movement role '" + role +
                   "': column sums are held by the compute role's threads",

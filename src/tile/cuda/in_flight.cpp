@@ -86,7 +86,8 @@ void wait(rc::Context& c, const Slot& s, const Pending& p) {
            "the kernel is still running " + std::to_string(limit.count() / 1000) +
                " s after the host began to wait for it although its watchdog stops every wait after " +
                std::to_string(p.timeout_ms) +
-               " ms: a hang outside the watched waits (a bug in kiln's CUDA tile backend)");
+               " ms: kernel code looping without reaching a watched wait, or a hang in kiln's CUDA tile "
+               "backend");
     if (waited > std::chrono::milliseconds(1))
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     else

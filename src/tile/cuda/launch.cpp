@@ -46,8 +46,6 @@ std::pair<int64_t, int64_t> as_2d(const Shape& s) {
 
 size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-long long timeout_ms() { return settings().tile_timeout_ms; }
-
 void check_limits(const Program::Desc& d) {
   if (d.tensors.size() > static_cast<size_t>(cuda_abi::kMaxTensors))
     fail(d, std::to_string(d.tensors.size()) + " tensors; the GPU backend binds at most " +
@@ -288,7 +286,7 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
   const size_t arg_bytes = d.args.size() * sizeof(long long);
   LaunchSlot slot = take_slot(c, arg_bytes);
   if (arg_bytes) std::memcpy(slot.args, d.args.data(), arg_bytes);
-  long long timeout = timeout_ms();
+  long long timeout = watchdog_ms(kGpuWatchdogMs);
   p.args = slot.args_device;
   p.sems = d.semaphores.empty() ? 0 : base + at_sems;
   p.mcast = mcasts ? base + at_mcast : 0;
