@@ -1,10 +1,12 @@
-# kiln: `make demo` runs the main example, `make test` builds and runs every test; `make sanitize`
-# (ASan+UBSan) and `make sanitize-thread` (TSan) run them sanitized in their own build folders.
+# kiln: `make demo` runs the main example, `make test` builds and runs every test, `make install`
+# installs the library, headers, CMake package and the `kiln` tool under PREFIX; `make sanitize`
+# (ASan+UBSan) and `make sanitize-thread` (TSan) run the tests sanitized in their own build folders.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
+PREFIX ?= /usr/local
 
-.PHONY: all build demo test sanitize sanitize-thread bench fuzz fuzz-files format check-deps clean
+.PHONY: all build demo test install sanitize sanitize-thread bench fuzz fuzz-files format check-deps clean
 
 all: build
 
@@ -30,6 +32,10 @@ demo: check-deps $(BUILD)/Makefile
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+install: check-deps $(BUILD)/Makefile
+	cmake --build $(BUILD) -j $(JOBS) --target kiln kiln_cli
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 sanitize: check-deps
 	JOBS=$(JOBS) tools/sanitize.sh address

@@ -48,6 +48,17 @@ double accuracy(const nn::Sequential& model, const Tensor& x, const Tensor& y) {
   return static_cast<double>(ok) / static_cast<double>(want.size());
 }
 
+int64_t epochs_arg(const std::string& v) {
+  size_t used = 0;
+  long long n = -1;
+  try {
+    n = std::stoll(v, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != v.size() || n < 1 || n > 1000000)
+    throw Error("cnn: --epochs " + v + ": expected a whole number from 1 to 1000000");
+  return n;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,7 +67,7 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
       std::string s = argv[i];
       if (s == "--epochs" && i + 1 < argc)
-        epochs = std::stoll(argv[++i]);
+        epochs = epochs_arg(argv[++i]);
       else
         throw Error("cnn: unknown argument " + s + " (usage: cnn [--epochs N])");
     }
@@ -98,9 +109,6 @@ int main(int argc, char** argv) {
     return test_acc > 0.9 ? 0 : 1;
   } catch (const Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "cnn: %s\n", e.what());
     return 2;
   }
 }

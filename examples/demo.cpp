@@ -1,7 +1,8 @@
 // kiln's main job: train a small GPT from scratch on a task that needs no download (adding two
 // 2-digit numbers written as characters), show progress, measure accuracy on held-out problems,
 // print samples, save a checkpoint and a loss-curve SVG. With --text FILE it trains a
-// character-level model on that file instead and samples from it.
+// character-level model on that file instead and samples from it. Arguments, the text file and the
+// output folder are checked before training starts.
 //   build/examples/demo [--minutes M] [--steps N] [--text FILE] [--out DIR] [--quick]
 #include <kiln/kiln.h>
 #include <kiln/nn.h>
@@ -12,7 +13,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -27,8 +27,24 @@ struct Args {
   double minutes = 5;
   int64_t steps = 6000;
   std::string text, out = "build/demo";
-  bool quick = false;  // a few steps: checks the program runs (the test suite uses it)
+  bool quick = false;  // a few steps and a short sample: checks the program runs (the test suite uses it)
 };
+
+// A number in (0, hi] (whole if `whole`), or a kiln::Error naming the option.
+double number(const std::string& flag, const std::string& v, double hi, bool whole) {
+  size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != v.size() || !std::isfinite(x) || x <= 0 || x > hi || (whole && x != std::floor(x))) {
+    std::ostringstream range;
+    range << (whole ? "a whole number from 1 to " : "a number above 0 and at most ") << hi;
+    throw Error("demo: " + flag + " " + v + ": expected " + range.str());
+  }
+  return x;
+}
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -39,9 +55,9 @@ Args parse(int argc, char** argv) {
       return argv[++i];
     };
     if (s == "--minutes")
-      a.minutes = std::stod(next());
+      a.minutes = number(s, next(), 7 * 24 * 60, false);
     else if (s == "--steps")
-      a.steps = std::stoll(next());
+      a.steps = static_cast<int64_t>(number(s, next(), 1e7, true));
     else if (s == "--text")
       a.text = next();
     else if (s == "--out")
@@ -52,6 +68,19 @@ Args parse(int argc, char** argv) {
       throw Error("demo: unknown argument " + s + " (see the comment at the top of examples/demo.cpp)");
   }
   return a;
+}
+
+// The output folder, made now: a path that cannot hold the results fails before training, not after.
+void prepare_out(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw Error("demo: --out " + dir + " is a file, not a directory");
+  fs::create_directories(dir, ec);
+  if (ec) throw Error("demo: --out " + dir + ": cannot create the directory (" + ec.message() + ")");
+  const std::string probe = dir + "/.demo-write-check";
+  if (!std::ofstream(probe)) throw Error("demo: --out " + dir + ": cannot write files there");
+  fs::remove(probe, ec);
 }
 
 // --- the addition task: "ba+dc=" then the sum's three digits, every number least significant
@@ -126,14 +155,16 @@ struct TextData {
   std::vector<int64_t> ids;
 };
 TextData read_text(const std::string& path) {
-  if (std::filesystem::is_directory(path)) throw Error("demo: " + path + " is a directory, not a file");
+  if (std::filesystem::is_directory(path))
+    throw Error("demo: --text " + path + " is a directory, not a file");
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("demo: cannot read " + path);
+  if (!f) throw Error("demo: --text " + path + ": no such file or not readable");
   std::stringstream ss;
   ss << f.rdbuf();
   std::string s = ss.str();
-  if (s.size() < 64)
-    throw Error("demo: " + path + " is too short to train on (" + std::to_string(s.size()) + " bytes)");
+  if (s.size() < 16)
+    throw Error("demo: " + path + " is too short to train on (" + std::to_string(s.size()) +
+                " bytes; at least 16)");
   TextData d;
   d.vocab = s;
   std::sort(d.vocab.begin(), d.vocab.end());
@@ -189,7 +220,9 @@ void write_svg(const std::string& path, const std::vector<float>& losses) {
   os << "\"/>\n</svg>\n";
   std::string tmp = path + ".tmp";
   std::ofstream(tmp) << os.str();
-  std::filesystem::rename(tmp, path);
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw Error("demo: cannot write " + path + " (" + ec.message() + ")");
 }
 
 }  // namespace
@@ -202,17 +235,19 @@ int main(int argc, char** argv) {
     bool text_mode = !args.text.empty();
     TextData text;
     if (text_mode) text = read_text(args.text);
+    prepare_out(args.out);
+    const auto n_text = static_cast<int64_t>(text.ids.size());
     nn::GPTConfig cfg{.vocab_size = text_mode ? static_cast<int64_t>(text.vocab.size()) : kVocab,
-                      .block_size = text_mode ? 64 : kLen - 1,
+                      .block_size = text_mode ? std::min<int64_t>(64, n_text - 1) : kLen - 1,
                       .n_layer = 2,
                       .n_head = 4,
                       .n_embd = text_mode ? 96 : 64};
     nn::GPT model(cfg);
     optim::AdamW opt(model->parameters(), {.lr = 3e-3, .weight_decay = 0.1});
     const int64_t B = text_mode ? 32 : 128, warmup = std::min<int64_t>(100, args.steps / 10);
-    // the cosine decay should end with the time budget: after a few steps, the total is re-estimated
+    // the cosine decay should end with the time budget: after 30 steps the total is re-estimated
     // from the measured step time
-    auto sched = std::make_unique<optim::CosineWarmupLR>(opt, warmup, args.steps, 3e-5);
+    optim::CosineWarmupLR sched(opt, warmup, std::max(args.steps, warmup + 1), 3e-5);
     std::printf(
         "kiln demo: training a %lld-parameter GPT (%lld layers, %lld heads, width %lld) on %s, on the CPU\n",
         static_cast<long long>(model->num_parameters()), static_cast<long long>(cfg.n_layer),
@@ -225,13 +260,12 @@ int main(int argc, char** argv) {
         if (test_problem(a, b)) test.push_back({a, b});
         if (validation_problem(a, b)) validation.push_back({a, b});
       }
-    std::filesystem::create_directories(args.out);
     std::string svg = args.out + "/loss.svg", ckpt = args.out + "/checkpoint.safetensors";
     double best = -1;
 
     std::vector<float> losses;
     auto t0 = Clock::now();
-    double budget = args.minutes * 60, acc = 0;
+    double budget = args.minutes * 60, acc = 0, el_at_10 = 0;
     int64_t step = 0, tokens = 0;
     for (; step < args.steps; step++) {
       Batch b = text_mode ? text_batch(text, B, cfg.block_size, rng) : addition_batch(B, rng);
@@ -239,16 +273,16 @@ int main(int argc, char** argv) {
       opt.zero_grad();
       loss.backward();
       opt.step();
-      sched->step();
+      sched.step();
       losses.push_back(loss.item<float>());
       tokens += b.x.numel();
       double el = std::chrono::duration<double>(Clock::now() - t0).count();
-      if (step + 1 == 30 && args.steps > 200) {
-        int64_t fit = static_cast<int64_t>(0.97 * budget / (el / 30.0));
+      if (step + 1 == 10) el_at_10 = el;
+      if (step + 1 == 30 && args.steps > 200) {  // steps 10 to 30 time a step (kernels compiled by then)
+        auto fit = static_cast<int64_t>(30 + 0.97 * (budget - el) / ((el - el_at_10) / 20));
         if (fit < args.steps && fit > warmup + 30) {
           args.steps = fit;
-          sched = std::make_unique<optim::CosineWarmupLR>(opt, warmup, args.steps, 3e-5);
-          for (int i = 0; i < 30; i++) sched->step();
+          sched.set_total_steps(args.steps);
         }
       }
       if (step % 10 == 0 || step + 1 == args.steps) {
@@ -292,7 +326,8 @@ int main(int argc, char** argv) {
       Generator g(7);
       model->eval();
       Tensor start = tensor(std::vector<int64_t>{text.ids[0]}, {1, 1});
-      auto out = model->generate(start, 200, 0.8, 10, &g).to_vector<int64_t>();
+      // each new context length compiles new kernels: the quick run samples a few characters only
+      auto out = model->generate(start, args.quick ? 8 : 200, 0.8, 10, &g).to_vector<int64_t>();
       std::string s;
       for (auto id : out) s += text.vocab[static_cast<size_t>(id)];
       std::printf("sample:\n%s\n", s.c_str());
@@ -303,12 +338,16 @@ int main(int argc, char** argv) {
       std::vector<std::pair<int, int>> few;
       for (size_t i = 0; i < 5; i++) few.push_back(test[(2 * i + 1) * test.size() / 10]);
       auto got = solve(model, few);
+      std::printf(
+          "samples: the model reads and writes every number ones digit first, so it makes each carry\n"
+          "before the digit the carry changes (%d + %d = %d is written %s); read back in the usual order:\n",
+          few[0].first, few[0].second, few[0].first + few[0].second,
+          show(problem(few[0].first, few[0].second)).c_str());
       for (size_t i = 0; i < few.size(); i++) {
         auto want = problem(few[i].first, few[i].second);
-        std::string g = show(got[i]), w = show(want);
         int ans = static_cast<int>(got[i][6] + 10 * got[i][7] + 100 * got[i][8]);
-        std::printf("  %2d + %2d = %3d   (%s, %s)\n", few[i].first, few[i].second, ans, g.c_str(),
-                    got[i] == want ? "right" : "wrong");
+        std::printf("  model wrote %s   read back: %2d + %2d = %3d   %s\n", show(got[i]).c_str(),
+                    few[i].first, few[i].second, ans, got[i] == want ? "right" : "wrong");
       }
     }
     std::printf("checkpoint: %s\nloss curve: %s\n", ckpt.c_str(), svg.c_str());

@@ -4,10 +4,13 @@
 
 #include <iostream>
 
-int main() {
+int main() try {
   kiln::Tensor a = kiln::tensor({1.0f, 2.0f});
   kiln::Tensor b = kiln::tensor({3.0f, 4.0f});
   float r = a.dot(b).item<float>();
   std::cout << r << "\n";
   return r == 11.0f ? 0 : 1;
+} catch (const kiln::Error& e) {  // a bad KILN_* setting, no C compiler, ...
+  std::cerr << e.what() << "\n";
+  return 1;
 }

@@ -17,7 +17,7 @@ int64_t kernels_in(const Tensor& t) {
 }
 }  // namespace
 
-int main() {
+int main() try {
   manual_seed(0);
   std::cout << "kiln: lazy tensors -> fused kernels -> generated C\n\n";
 
@@ -54,4 +54,7 @@ int main() {
   float check = (A * B + C.tanh()).sum().item<float>();
   std::printf("checksum %.3f\n", check);
   return std::isfinite(check) ? 0 : 1;
+} catch (const Error& e) {  // a bad KILN_* setting, no C compiler, ...
+  std::cerr << e.what() << "\n";
+  return 1;
 }

@@ -74,6 +74,17 @@ double accuracy(const nn::Sequential& model, const Tensor& x, const Tensor& y) {
   return static_cast<double>(ok) / static_cast<double>(want.size());
 }
 
+int64_t epochs_arg(const std::string& v) {
+  size_t used = 0;
+  long long n = -1;
+  try {
+    n = std::stoll(v, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != v.size() || n < 1 || n > 1000000)
+    throw Error("mlp: --epochs " + v + ": expected a whole number from 1 to 1000000");
+  return n;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,7 +99,7 @@ int main(int argc, char** argv) {
       else if (s == "--labels")
         labels = argv[++i];
       else if (s == "--epochs")
-        epochs = std::stoll(argv[++i]);
+        epochs = epochs_arg(argv[++i]);
       else
         throw Error("mlp: unknown argument " + s + " (usage: mlp [--images F --labels F] [--epochs N])");
     }
@@ -136,9 +147,6 @@ int main(int argc, char** argv) {
     return test_acc > 0.9 ? 0 : 1;
   } catch (const Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {  // std::stoll on a bad number
-    std::fprintf(stderr, "mlp: %s\n", e.what());
     return 2;
   }
 }

@@ -22,6 +22,12 @@ if(NOT n EQUAL 51)  # 50 characters and the final newline
   message(FATAL_ERROR "kiln sample printed ${n} characters, expected 51: '${out}'")
 endif()
 message(STATUS "sample: ${out}")
+# a prompt character the text never had: one line naming it and its code point in hex
+execute_process(COMMAND ${KILN} sample --model ${WORK}/model --tokens 5 --prompt "the 日"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "^kiln: data::CharTokenizer::encode: character \"日\" [(]U[+]65E5[)] is not in the vocabulary of [0-9]+\n$")
+  message(FATAL_ERROR "kiln sample --prompt 'the 日': exit ${rc}, '${err}'")
+endif()
 
 # A damaged config.txt is refused before the model is built (n_layer 100000 once grew memory
 # without bound), naming the file, the field and its range; a directory given as the text is named.

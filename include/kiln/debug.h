@@ -11,8 +11,8 @@ struct Settings {
   bool noopt = false;      // KILN_NOOPT=1: no kernel optimizations
   bool validate = false;   // KILN_VALIDATE=1: check every kernel against the reference interpreter
   bool fast_math = false;  // KILN_FAST_MATH=1: allow x*0 -> 0 on floats
-  int threads = 0;         // worker threads where > 0; else KILN_THREADS, else all cores (checked
-                           // where the threads start: src/runtime/thread_pool.cpp)
+  int threads = 0;         // KILN_THREADS: worker threads where > 0, else all cores (a value set
+                           // here is checked like the variable where the threads start)
   std::string cc;          // KILN_CC (default: cc, gcc or clang on PATH)
   std::string cxx;         // KILN_CXX, for tile kernels (default: c++, g++ or clang++ on PATH)
   // KILN_CFLAGS: appended to every kernel compile (C and tile C++); a sanitized build
@@ -28,8 +28,18 @@ struct Settings {
   // KILN_LAYERNORM=tile: F::layer_norm on CPU f32/bf16 tensors runs the tile kernels of
   // kernels/layernorm (forward and backward) instead of the generated kernels ("generated")
   std::string layernorm = "generated";
+  std::string device = "cpu";   // KILN_DEVICE: where tensors that name no device go
+  std::string nvrtc, cublaslt;  // KILN_NVRTC, KILN_CUBLASLT: library paths tried first
+  int tile_timeout_ms = 0;      // KILN_TILE_TIMEOUT_MS: ms a tile launch may go without progress
+                                // (0: 2000 on the GPU, 10000 on the CPU)
+  int tile_trace = -1;          // KILN_TILE_TRACE: the core whose GPU timeline is recorded (-1: none)
+  int tile_trace_last = 0;      // KILN_TILE_TRACE_LAST: that core's last n events printed in order
+  int tile_compute_warps = 4;   // KILN_TILE_COMPUTE_WARPS: warps of a tile program's compute role
+  int fuzz_files = 0;           // KILN_FUZZ_FILES: mutants per format of the file-fuzzing test (0: 500)
 };
-// Read once from the environment; tests may change them.
+// Read once from the environment (every KILN_* variable is declared in src/runtime/settings.cpp;
+// `kiln info` lists them); an invalid value is a kiln::Error naming the variable, the value and
+// what is allowed, thrown by every call. Tests may change the fields.
 Settings& settings();
 
 struct Stats {
@@ -51,7 +61,7 @@ struct Stats {
   int64_t graph_launches = 0;      // CUDA graphs launched (each runs a replay's kernels)
 };
 Stats& stats();
-// Forget compiled programs held in memory (the disk cache stays): the next run must load from disk.
+// Forget compiled kernels held in memory (the kernel cache on disk stays): the next run loads from disk.
 void clear_memory_cache();
 
 }  // namespace kiln

@@ -1,5 +1,6 @@
 // Devices kiln can place tensors on: the CPU and CUDA GPUs.
 #pragma once
+#include <chrono>
 #include <string>
 
 namespace kiln {
@@ -27,5 +28,25 @@ void set_default_device(Device d);
 bool cuda_available(std::string* why = nullptr);
 // Waits until all work queued on the device has finished (a no-op on the CPU).
 void synchronize(Device d = default_device());
+
+// The time a device spends on the work queued between start() and stop_ms(), as PyTorch times GPU
+// code: on a GPU, two events recorded on kiln's stream (a launch returns once it is queued, so the
+// host's clock alone says little); on the CPU, whose work runs when it is called, the wall clock.
+// stop_ms() waits for the device (and reports a failed launch); a timer may be started again.
+class DeviceTimer {
+ public:
+  explicit DeviceTimer(Device d = default_device());
+  ~DeviceTimer();
+  DeviceTimer(const DeviceTimer&) = delete;
+  DeviceTimer& operator=(const DeviceTimer&) = delete;
+  void start();
+  double stop_ms();
+
+ private:
+  Device device_;
+  void *start_event_ = nullptr, *stop_event_ = nullptr;  // CUevents on a GPU
+  std::chrono::steady_clock::time_point t0_;
+  bool started_ = false;
+};
 
 }  // namespace kiln

@@ -269,6 +269,10 @@ class CosineAnnealingLR : public LRScheduler {
 class CosineWarmupLR : public LRScheduler {
  public:
   CosineWarmupLR(Optimizer& opt, int64_t warmup_steps, int64_t total_steps, double min_lr = 0);
+  // Changes the length mid-run (training to a time budget: the total is known once steps are
+  // timed); the lr is set for the current epoch, the base lrs kept. Must stay > warmup_steps.
+  void set_total_steps(int64_t total_steps);
+  int64_t total_steps() const { return total_; }
 
  private:
   double lr_at(double base, int64_t epoch) const override;

@@ -1,6 +1,7 @@
 // data::CharTokenizer (sorted unique code points of a UTF-8 text) and data::ByteTokenizer (256 ids).
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <optional>
 #include <sstream>
 
@@ -65,12 +66,19 @@ void utf8_append(std::string& s, char32_t cp) {
     s += static_cast<char>(0x80 | (cp & 0x3f));
   }
 }
+// "U+65E5": the usual notation, hex with at least 4 digits
+std::string code_point(char32_t cp) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "U+%04X", static_cast<unsigned>(cp));
+  return buf;
+}
 }  // namespace
 
 CharTokenizer::CharTokenizer(std::vector<char32_t> vocab) : vocab_(std::move(vocab)) {
   for (size_t k = 0; k < vocab_.size(); k++) {
     if (vocab_[k] > 0x10ffff || (vocab_[k] >= 0xd800 && vocab_[k] <= 0xdfff))
-      throw Error("kiln: data::CharTokenizer: " + std::to_string(vocab_[k]) + " is not a Unicode code point");
+      throw Error("kiln: data::CharTokenizer: " + std::to_string(vocab_[k]) + " (" + code_point(vocab_[k]) +
+                  ") is not a Unicode code point");
     if (k > 0 && vocab_[k] <= vocab_[k - 1])
       throw Error("kiln: data::CharTokenizer: the vocabulary must be sorted and unique (entry " +
                   std::to_string(k) + ")");
@@ -91,8 +99,8 @@ std::vector<int64_t> CharTokenizer::encode(const std::string& utf8) const {
     if (it == vocab_.end() || *it != cp) {
       std::string ch;
       utf8_append(ch, cp);
-      throw Error("kiln: data::CharTokenizer::encode: character \"" + ch + "\" (U+" + std::to_string(cp) +
-                  " decimal) is not in the vocabulary of " + std::to_string(vocab_.size()));
+      throw Error("kiln: data::CharTokenizer::encode: character \"" + ch + "\" (" + code_point(cp) +
+                  ") is not in the vocabulary of " + std::to_string(vocab_.size()));
     }
     ids.push_back(it - vocab_.begin());
   }

@@ -78,7 +78,8 @@ std::pair<Tensor, Tensor> GPTImpl::forward(const Tensor& idx, const Tensor& targ
 }
 
 Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, double temperature,
-                         std::optional<int64_t> top_k, Generator* gen) const {
+                         std::optional<int64_t> top_k, Generator* gen,
+                         const std::function<void(const Tensor&)>& on_token) const {
   if (idx0.dim() != 2 || !is_int(idx0.dtype()) || idx0.size(1) == 0)
     module_error("GPT", "generate: expected integer tokens of shape (B, T) with T >= 1, got " +
                             to_string(idx0.dtype()) + " of shape " + shape_str(idx0.shape()));
@@ -101,7 +102,9 @@ Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, double temp
       logits = logits.masked_fill(logits < kth, -INFINITY);
     }
     Tensor next = multinomial(logits.softmax(-1), 1, false, g);
+    if (on_token) next.realize();  // read by the caller and by the cat below
     idx = cat({idx, next}, 1).contiguous().realize();
+    if (on_token) on_token(next);
   }
   return idx;
 }

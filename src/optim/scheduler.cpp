@@ -75,6 +75,14 @@ CosineWarmupLR::CosineWarmupLR(Optimizer& opt, int64_t warmup_steps, int64_t tot
   need(min_lr >= 0, "CosineWarmupLR", "min_lr must be >= 0, got " + std::to_string(min_lr));
   apply();
 }
+void CosineWarmupLR::set_total_steps(int64_t total_steps) {
+  need(total_steps > warmup_, "CosineWarmupLR",
+       "set_total_steps: total_steps must be greater than warmup_steps, got total_steps " +
+           std::to_string(total_steps) + " and warmup_steps " + std::to_string(warmup_));
+  total_ = total_steps;
+  apply();
+}
+
 double CosineWarmupLR::lr_at(double base, int64_t epoch) const {
   if (epoch < warmup_) return base * static_cast<double>(epoch + 1) / static_cast<double>(warmup_);
   if (epoch > total_) return min_lr_;

@@ -22,11 +22,6 @@ namespace kiln::runtime {
 
 namespace {
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
 std::string temp_root() {
   std::error_code ec;
   std::string t = std::filesystem::temp_directory_path(ec).string();  // $TMPDIR, else /tmp
@@ -68,8 +63,11 @@ struct PrivateDir {
 
 std::string per_user_temp_cache_dir() { return temp_root() + "/kiln-cache-" + std::to_string(::geteuid()); }
 
-std::string default_cache_dir() {
-  if (std::string d = env("KILN_CACHE_DIR"); !d.empty()) return d;
+std::string default_cache_dir(const std::function<const char*(const char*)>& get) {
+  auto env = [&](const char* name) -> std::string {
+    const char* v = get(name);
+    return v ? v : "";
+  };
   if (std::string x = env("XDG_CACHE_HOME"); !x.empty() && x[0] == '/') return x + "/kiln";
   if (std::string h = env("HOME"); !h.empty()) return h + "/.cache/kiln";
   return per_user_temp_cache_dir();

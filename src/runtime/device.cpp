@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "kiln/debug.h"
 #include "kiln/error.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/driver.h"
@@ -24,10 +25,7 @@ std::mutex& mu() {
   return m;
 }
 Device& current() {
-  static Device d = [] {
-    const char* v = std::getenv("KILN_DEVICE");
-    return v && *v ? Device::parse(v) : Device::cpu();
-  }();
+  static Device d = Device::parse(settings().device);
   return d;
 }
 }  // namespace

@@ -2,7 +2,6 @@
 #include "runtime/thread_pool.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
 #include <new>
 #include <string>
@@ -11,16 +10,15 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
+#include "runtime/settings.h"
 
 namespace kiln::runtime {
 
 namespace {
 
-int hardware_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
-
 std::string kiln_threads_now() {
-  const char* v = std::getenv("KILN_THREADS");
-  return v && *v ? std::string("KILN_THREADS=") + v : "KILN_THREADS unset: all hardware threads";
+  const int t = settings().threads;
+  return t > 0 ? "KILN_THREADS=" + std::to_string(t) : "KILN_THREADS unset: all hardware threads";
 }
 
 ThreadPool& pool() {
@@ -31,25 +29,16 @@ ThreadPool& pool() {
 
 }  // namespace
 
-int max_threads() { return std::min(4 * hardware_threads(), 1024); }
-
 int threads_setting(const char* text) {
   if (!text || !*text) return hardware_threads();
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(text, &end, 10);
-  const bool number = end != text && *end == 0 && errno == 0;
-  if (!number || v < 1 || v > max_threads())
-    throw Error(std::string("kiln: KILN_THREADS=") + text + " is not a thread count from 1 to " +
-                std::to_string(max_threads()) + " (4x this machine's " + std::to_string(hardware_threads()) +
-                " hardware threads, at most 1024); unset it to use every hardware thread");
-  return static_cast<int>(v);
+  // the settings table's check of KILN_THREADS, the one place its range is known
+  if (std::string e = setting_error(*find_setting("KILN_THREADS"), text); !e.empty()) throw Error(e);
+  return std::atoi(text);
 }
 
 int num_threads() {
-  const int t = settings().threads;
-  if (t > 0) return threads_setting(std::to_string(t).c_str());
-  return threads_setting(std::getenv("KILN_THREADS"));
+  const int t = settings().threads;  // KILN_THREADS, checked where read; a value set in code here
+  return t > 0 ? threads_setting(std::to_string(t).c_str()) : hardware_threads();
 }
 
 int pool_threads() { return pool().size(); }

@@ -11,12 +11,10 @@
 namespace kiln::runtime {
 
 // KILN_THREADS, given its text (null when unset): unset or empty means all hardware threads;
-// otherwise a whole number from 1 to max_threads(), or kiln::Error naming the variable, the value
-// and the allowed range (0, negative and non-numeric values included).
+// otherwise a whole number from 1 to max_threads() (runtime/settings.h), or the settings table's
+// kiln::Error naming the variable, the value and the allowed range.
 int threads_setting(const char* text);
-// The most threads KILN_THREADS may ask for: 4x the hardware threads, at most 1024.
-int max_threads();
-// Settings::threads where set (> 0, checked the same way), else KILN_THREADS.
+// Settings::threads (KILN_THREADS) where set (> 0, checked the same way), else all hardware threads.
 int num_threads();
 // Threads the pool really has (num_threads() when it was created): parallel_for runs at most this
 // many chunks at once.

@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "kiln/debug.h"
 #include "kiln/error.h"
 #include "tile/cuda/launch_state.h"
 #include "tile/program_desc.h"
@@ -219,25 +220,18 @@ Program& Program::gpu_compute_warps(int warps) {
 }
 
 int cuda_compute_warps(const Program::Desc& d) {
-  static const int fallback = [] {
-    const char* v = std::getenv("KILN_TILE_COMPUTE_WARPS");
-    int n = v ? std::atoi(v) : 4;
-    return valid_warps(n) ? n : 4;
-  }();
-  return d.compute_warps ? d.compute_warps : fallback;
+  return d.compute_warps ? d.compute_warps : settings().tile_compute_warps;
 }
 
-int trace_core() {
-  const char* v = std::getenv("KILN_TILE_TRACE");
-  if (!v || !*v) return -1;
-  char* end = nullptr;
-  long n = std::strtol(v, &end, 10);
-  return *end == 0 && n >= 0 && n < (1 << 20) ? static_cast<int>(n) : -1;
+int trace_core() { return settings().tile_trace; }
+
+std::string source_position(const std::string& file, int line) {
+  std::string at = (file.empty() ? "?" : file) + ":" + std::to_string(line < 0 ? -line : line);
+  return line < 0 ? "the end of the scope of the block taken at " + at : at;
 }
 
 long long watchdog_ms(long long fallback) {
-  const char* v = std::getenv("KILN_TILE_TIMEOUT_MS");
-  long long ms = v ? std::atoll(v) : 0;
+  const int ms = settings().tile_timeout_ms;
   return ms > 0 ? ms : fallback;
 }
 

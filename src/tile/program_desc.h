@@ -65,8 +65,11 @@ enum class Target { Cpu, Cuda };
 int cuda_compute_warps(const Program::Desc& d);
 // KILN_TILE_TRACE=<core>: the core whose timeline a GPU launch records and prints; -1: none.
 int trace_core();
-// KILN_TILE_TIMEOUT_MS: how long a launch may go without progress before its watchdog reports it
-// (read at each launch); `fallback` where it is unset or not a positive number.
+// A kernel source position for messages: "k.cpp:7", or for a negative line (abi::Loc) "the end of
+// the scope of the block taken at k.cpp:7".
+std::string source_position(const std::string& file, int line);
+// KILN_TILE_TIMEOUT_MS (Settings::tile_timeout_ms, read at each launch): how long a launch may go
+// without progress before its watchdog reports it; `fallback` where it is unset (0).
 long long watchdog_ms(long long fallback);
 inline constexpr long long kGpuWatchdogMs = 2000;
 // On the CPU a role stuck in kernel code costs a thread for the rest of the process (watchdog.cpp),

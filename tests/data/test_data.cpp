@@ -326,7 +326,8 @@ TEST(DataTokenizer, CharRoundTripSaveLoad) {
   auto back = CharTokenizer::load(dir.file("vocab.txt"));
   EXPECT_EQ(back.vocab(), tok.vocab());
   EXPECT_EQ(back.decode(back.encode("wörld")), "wörld");
-  expect_error([&] { tok.encode("xyz"); }, "character \"x\"");
+  expect_error([&] { tok.encode("xyz"); }, "character \"x\" (U+0078) is not in the vocabulary of 14");
+  expect_error([&] { tok.encode("日"); }, "character \"日\" (U+65E5) is not in the vocabulary");
   expect_error([&] { tok.decode({99}); }, "id 99 out of range for a vocabulary of 14");
   expect_error([&] { CharTokenizer::from_text("a\xff"); }, "invalid UTF-8 at byte 1");
   write_bytes(dir.file("bad.txt"), {'x', '\n'});

@@ -299,8 +299,7 @@ class FileFuzz : public io_test::TempDirTest {
 };
 
 TEST_F(FileFuzz, MutatedFilesLoadOrGiveAKilnError) {
-  const char* env = std::getenv("KILN_FUZZ_FILES");
-  const uint64_t count = env && *env ? std::strtoull(env, nullptr, 10) : 500;
+  const uint64_t count = settings().fuzz_files > 0 ? settings().fuzz_files : 500;  // KILN_FUZZ_FILES
   for (const Format& f : formats()) {
     io_test::write_bytes(path("seed"), f.file);
     EXPECT_EQ(f.load(path("seed"), f.file), "");  // the unmutated file loads, and agrees with itself

@@ -148,3 +148,22 @@ TEST(Gpt, GenerateShapesCroppingDeterminismGreedy) {
   EXPECT_EQ(greedy.to_vector<int64_t>(), want.to_vector<int64_t>());
   expect_error([&] { g->generate(prompt, 1, 0.0); }, {"GPT", "temperature must be > 0"});
 }
+
+// on_token sees each step's tokens as they are drawn (kiln sample streams them), the same tokens
+// generate returns.
+TEST(Gpt, GenerateCallsOnTokenEachStep) {
+  manual_seed(6);
+  nn::GPT g(tiny());
+  g->eval();
+  Tensor prompt = cyclic(2, 3);
+  std::vector<std::vector<int64_t>> seen;
+  Generator g1(7), g2(7);
+  Tensor out = g->generate(prompt, 4, 1.0, std::nullopt, &g1, [&](const Tensor& next) {
+    EXPECT_EQ(next.shape(), (Shape{2, 1}));
+    seen.push_back(next.to_vector<int64_t>());
+  });
+  ASSERT_EQ(seen.size(), 4u);
+  for (int64_t step = 0; step < 4; step++)
+    EXPECT_EQ(seen[step], out.slice(1, 3 + step, 4 + step).to_vector<int64_t>()) << step;
+  EXPECT_EQ(out.to_vector<int64_t>(), g->generate(prompt, 4, 1.0, std::nullopt, &g2).to_vector<int64_t>());
+}

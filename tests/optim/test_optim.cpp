@@ -347,6 +347,23 @@ TEST(OptimSchedules, LrSequences) {
   }
 }
 
+// A schedule shortened mid-run (a time budget) keeps its base lr: the cosine continues from the
+// current epoch over the new length (re-making the schedule would take the warmed-up lr as base).
+TEST(OptimSchedules, CosineWarmupSetTotalSteps) {
+  auto ps = make_params();
+  optim::SGD opt(ps, {.lr = 0.5});
+  optim::CosineWarmupLR s(opt, 4, 100, 0.05);
+  for (int i = 0; i < 6; i++) s.step();  // epoch 6: past the warmup
+  s.set_total_steps(14);
+  EXPECT_EQ(s.total_steps(), 14);
+  const double pi = std::numbers::pi;
+  EXPECT_NEAR(opt.lr(), 0.05 + 0.45 * (1 + std::cos(pi * 2 / 10)) / 2, 1e-12);
+  for (int i = 0; i < 8; i++) s.step();
+  EXPECT_NEAR(opt.lr(), 0.05, 1e-12);
+  expect_error([&] { s.set_total_steps(4); },
+               "set_total_steps: total_steps must be greater than warmup_steps");
+}
+
 TEST(OptimSchedules, ScheduledLrReachesTheUpdate) {
   // SGD with momentum under StepLR: the lr applied at step t is the schedule's lr at epoch t-1
   auto ps = make_params();

@@ -67,7 +67,7 @@ void expect_cache_clean(const fs::path& dir) {
 // A child process running ProgramCacheChild.* on cache `dir`; its pipe, read by finish().
 FILE* start_child(const fs::path& dir) {
   std::string self = fs::read_symlink("/proc/self/exe").string();
-  std::string cmd = "exec env KILN_CACHE_CHILD=1 KILN_DEBUG=1 KILN_CACHE_DIR='" + dir.string() + "' '" +
+  std::string cmd = "exec env CACHE_DAMAGE_CHILD=1 KILN_DEBUG=1 KILN_CACHE_DIR='" + dir.string() + "' '" +
                     self + "' --gtest_filter='ProgramCacheChild.*' 2>&1";
   return popen(cmd.c_str(), "r");
 }
@@ -96,7 +96,7 @@ int kernels_compiled(const std::string& out) {
 
 // Run in child processes by the tests below: a generated CPU kernel and a tile kernel, checked.
 TEST(ProgramCacheChild, RunsCpuAndTileKernels) {
-  if (!std::getenv("KILN_CACHE_CHILD")) GTEST_SKIP() << "a child process of ProgramCacheDamage.*";
+  if (!std::getenv("CACHE_DAMAGE_CHILD")) GTEST_SKIP() << "a child process of ProgramCacheDamage.*";
   Tensor x = arange(0.0, 64.0).reshape({8, 8}).to(Device::cpu());  // on the CPU under KILN_DEVICE too
   std::vector<float> want(8);
   for (int r = 0; r < 8; r++) want[r] = 3 * (8 * r * 8 + 28) + 8;
@@ -266,7 +266,6 @@ TEST(CacheDir, DefaultIsPerUserAndPrivate) {
   EnvGuard g;
   TempCache c("kiln_cache_default_");
   fs::create_directories(c.dir);
-  unsetenv("KILN_CACHE_DIR");
   setenv("XDG_CACHE_HOME", "/xdg", 1);
   setenv("HOME", "/home/u", 1);
   EXPECT_EQ(runtime::default_cache_dir(), "/xdg/kiln");

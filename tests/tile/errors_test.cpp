@@ -102,6 +102,31 @@ void compute() {
   EXPECT_NE(err.find("push() on CB 'x_cb' of a block whose DMA was not waited"), std::string::npos) << err;
 }
 
+// A scoped block pushes when its scope ends; C++ gives no position for that, so the message names the
+// end of the scope of the block and the line that took it (not that line alone, which did nothing wrong).
+TEST(TileErrors, ScopedBlockErrorsSayTheEndOfItsScope) {
+  std::string src = std::string(R"(
+void reader() {
+  auto xb = x_cb.scoped_reserve();  // TAKEN
+  Transfer t = dma(x.slice(0, 0), xb);  // ISSUE
+}
+void compute() {
+  auto xb = x_cb.scoped_wait();
+  auto yb = y_cb.scoped_reserve();
+  yb.store(xb);
+}
+)") + kWriter;
+  std::string err = run_error("scope_end", src);
+  EXPECT_NE(
+      err.find("core 0 reader: push() on CB 'x_cb' of a block whose DMA was not waited: call .wait() on "
+               "the transfer issued at scope_end.cpp:" +
+               std::to_string(line_of(src, "ISSUE")) +
+               " first at the end of the scope of the block taken at scope_end.cpp:" +
+               std::to_string(line_of(src, "TAKEN"))),
+      std::string::npos)
+      << err;
+}
+
 TEST(TileErrors, BlockLeftReservedAtKernelEnd) {
   std::string src = R"(
 void reader() {
@@ -141,7 +166,8 @@ void writer() {}
 )");
   err = run_error("mismatch", mismatch);
   EXPECT_NE(err.find("dma between a slice of 2x2 tiles of tensor 'x' and a block of 1x1 tiles of CB 'x_cb': "
-                     "shapes must match"),
+                     "shapes must match (a smaller piece, such as the last of an uneven split, needs an "
+                     "element-indexed tensor: Indexing::Elements)"),
             std::string::npos)
       << err;
 }

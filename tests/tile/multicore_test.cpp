@@ -54,6 +54,83 @@ TEST(TileSemaphore, OneStepBarrierWithMulticastIncrement) {
   expect_near_all(p.result("y"), want, 0, 1e-6);
 }
 
+// CoreRange{x0, y0, x1, y1} excludes its ends: core 0 increments cores 0 and 1 of a 1 x 3 grid, not
+// core 2. The compute role waits on a semaphore and reads one (docs/tile.md, section 6).
+TEST(TileSemaphore, CoreRangeExcludesItsEndAndComputeWaits) {
+  const char* src = R"(
+void reader() {
+  if (core_x() == 0) s.mcast_inc(CoreRange{0, 0, 2, 1});
+  done.mcast_inc(whole_grid());
+  auto xb = x_cb.scoped_reserve();
+  dma(x.slice(0, core_x()), xb).wait();
+}
+void compute() {
+  done.wait(num_cores());  // every reader has signalled, core 0's increment of s before its own
+  auto xb = x_cb.scoped_wait();
+  auto yb = y_cb.scoped_reserve();
+  yb.store(xb + (float)s.value());
+}
+void writer() {
+  auto yb = y_cb.scoped_wait();
+  dma(yb, y.slice(0, core_x())).wait();
+}
+)";
+  Tensor x = tile_input({32, 96}, 66);
+  Program p("core_range", src, Grid::grid2d(1, 3));
+  p.input("x", x).output("y", {32, 96}, DType::F32).semaphore("s").semaphore("done");
+  p.cb("x_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
+  p.run();
+  auto want = x.to_vector<float>();
+  for (int i = 0; i < 32; i++)
+    for (int j = 0; j < 64; j++) want[i * 96 + j] += 1;  // cores 0 and 1
+  expect_near_all(p.result("y"), want, 0, 0);
+}
+
+TEST(TileSemaphore, EmptyCoreRangeIsAnError) {
+  const char* src = R"(
+void reader() { s.mcast_inc(CoreRange{1, 0, 1, 1}); }  // x 1..1: no core
+void compute() {}
+void writer() {}
+)";
+  Program p("empty_range", src, Grid::grid2d(1, 2));
+  p.semaphore("s");
+  std::string err = error_of([&] { p.run(); });
+  EXPECT_NE(err.find("core range x 1..1, y 0..1 is empty or outside the 1x2 grid at empty_range.cpp:2"),
+            std::string::npos)
+      << err;
+}
+
+// On a plain core count the compute role signals the writer through a local semaphore.
+TEST(TileSemaphore, ComputeSignalsOnAPlainCoreCount) {
+  const char* src = R"(
+void reader() {
+  auto xb = x_cb.scoped_reserve();
+  dma(x.slice(core_index(), 0), xb).wait();
+}
+void compute() {
+  {
+    auto xb = x_cb.scoped_wait();
+    auto yb = y_cb.scoped_reserve();
+    yb.store(xb * 3.0f);
+  }
+  stored.inc();
+}
+void writer() {
+  stored.wait(1);
+  auto yb = y_cb.scoped_wait();
+  dma(yb, y.slice(core_index(), 0)).wait();
+}
+)";
+  Tensor x = tile_input({64, 32}, 67);
+  Program p("compute_signals", src, Grid::cores(2));
+  p.input("x", x).output("y", {64, 32}, DType::F32).semaphore("stored");
+  p.cb("x_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
+  p.run();
+  auto want = x.to_vector<float>();
+  for (auto& v : want) v *= 3;
+  expect_near_all(p.result("y"), want, 0, 0);
+}
+
 // Two receives pending on one CB after its ring wrapped (slots 1, then 0): payloads fill them in
 // the order they were posted, as on the GPU, not in slot order (which delivered 1, 3, 2).
 TEST(TileMulticast, ReceivesFillInPostingOrderAfterTheRingWraps) {

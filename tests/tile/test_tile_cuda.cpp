@@ -272,9 +272,9 @@ TEST(TileCudaCompile, TraceSettingCompilesTheRecordingIn) {
   Tensor a = tile_input({64, 64}, 12), b = tile_input({64, 64}, 13);
   Program p = add_program(a, b, 2, 1, 1, DType::F32);
   EXPECT_EQ(p.generated_cuda_source().find("#define KILN_TILE_TRACE_CORE"), std::string::npos);
-  setenv("KILN_TILE_TRACE", "1", 1);
+  settings().tile_trace = 1;
   std::string traced = p.generated_cuda_source();
-  unsetenv("KILN_TILE_TRACE");
+  settings().tile_trace = -1;
   EXPECT_NE(traced.find("#define KILN_TILE_TRACE_CORE 1\n"), std::string::npos);
 }
 
@@ -404,11 +404,11 @@ TEST(TileCuda, TracePrintsACoresWaitsStoresAndDmas) {
   Device d = Device::cuda();
   Tensor a = tile_input({64, 64}, 15), b = tile_input({64, 64}, 16);
   Program p = add_on_two_cores(a, b, d);
-  setenv("KILN_TILE_TRACE", "0", 1);
+  settings().tile_trace = 0;
   ::testing::internal::CaptureStderr();
   p.run();
   std::string out = ::testing::internal::GetCapturedStderr();
-  unsetenv("KILN_TILE_TRACE");
+  settings().tile_trace = -1;
   EXPECT_NE(out.find("kiln.tile trace of kernel '"), std::string::npos) << out;
   EXPECT_NE(out.find("', core 0: "), std::string::npos) << out;
   EXPECT_NE(out.find(" stores, "), std::string::npos) << out;
@@ -425,7 +425,8 @@ void writer() {
   dma(yb, y.slice(0, 0)).wait();
 }
 )";
-  setenv("KILN_TILE_TIMEOUT_MS", "500", 1);
+  const int timeout_was = settings().tile_timeout_ms;
+  settings().tile_timeout_ms = 500;
   Program p("deadlock_gpu", src, Grid::cores(2));
   p.input("x", on(tile_input({64, 64}, 71), Device::cuda())).output("y", {64, 64}, DType::F32);
   p.cb("x_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
@@ -440,7 +441,7 @@ void writer() {
   EXPECT_NO_THROW(p.run());
   std::string err = error_of([&] { on(tile_input({4, 4}, 3), gpu).to(Device::cpu()); });
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  unsetenv("KILN_TILE_TIMEOUT_MS");
+  settings().tile_timeout_ms = timeout_was;
   EXPECT_EQ(first, err);
   EXPECT_LT(seconds, 5.0) << "the watchdog (500 ms) took " << seconds << " s";
   EXPECT_EQ(err.rfind("kiln.tile: deadlock on the GPU in kernel 'deadlock_gpu': core 0 ", 0), 0u) << err;

@@ -14,10 +14,11 @@ namespace {
 using tile::Grid;
 using tile::Program;
 
-// KILN_TILE_TIMEOUT_MS for one test.
+// KILN_TILE_TIMEOUT_MS (Settings::tile_timeout_ms) for one test.
 struct Timeout {
-  explicit Timeout(const char* ms) { setenv("KILN_TILE_TIMEOUT_MS", ms, 1); }
-  ~Timeout() { unsetenv("KILN_TILE_TIMEOUT_MS"); }
+  int before = settings().tile_timeout_ms;
+  explicit Timeout(int ms) { settings().tile_timeout_ms = ms; }
+  ~Timeout() { settings().tile_timeout_ms = before; }
 };
 
 std::string run_error(const std::string& name, const std::string& src) {
@@ -35,7 +36,7 @@ bool abandoned_threads_end() {
 }
 
 TEST(TileWatchdog, RolePollingAValueNothingChangesIsReported) {
-  Timeout t("200");
+  Timeout t(200);
   std::string src = R"(
 void reader() {}
 void writer() {}
@@ -60,7 +61,7 @@ void compute() {
 }
 
 TEST(TileWatchdog, RoleStuckInKernelCodeIsReportedAndItsThreadLeftRunning) {
-  Timeout t("200");
+  Timeout t(200);
   std::string src = R"(#include <chrono>
 void reader() {
   auto xb = x_cb.scoped_reserve();

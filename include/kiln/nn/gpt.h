@@ -1,6 +1,7 @@
 // nn::GPT: the GPT-2 architecture (token + position embeddings, pre-LN transformer blocks, final
 // LayerNorm, lm_head tied to the token embedding), its loss and autoregressive sampling.
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -36,8 +37,11 @@ class GPTImpl : public Module {
   // divides the last logits by temperature, keeps the top_k largest (if given), and draws from the
   // softmax with multinomial (gen, or the global generator). Runs under NoGradGuard and realizes
   // each step; the mode (train/eval) is the caller's. Returns (B, T + max_new_tokens) i64.
+  // `on_token`, if given, is called after each step with that step's tokens (B, 1), realized, so a
+  // caller can show them as they come.
   Tensor generate(const Tensor& idx, int64_t max_new_tokens, double temperature = 1,
-                  std::optional<int64_t> top_k = std::nullopt, Generator* gen = nullptr) const;
+                  std::optional<int64_t> top_k = std::nullopt, Generator* gen = nullptr,
+                  const std::function<void(const Tensor&)>& on_token = nullptr) const;
   const GPTConfig& config() const { return config_; }
   const Tensor& lm_head_weight() const { return wte->weight; }
 

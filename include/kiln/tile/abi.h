@@ -5,7 +5,9 @@
 
 namespace kiln::tile::abi {
 
-// A kernel source position, from __builtin_FILE()/__builtin_LINE() default arguments.
+// A kernel source position, from __builtin_FILE()/__builtin_LINE() default arguments. A negative
+// line is the end of the scope of the scoped block taken at line -line (its implicit push or pop:
+// C++ has no position for the end of a scope).
 struct Loc {
   const char* file;
   int line;

@@ -56,6 +56,8 @@ namespace detail {
 static const abi::Runtime* rt = nullptr;  // set by the generated entry point
 #endif
 inline abi::Loc loc(int line, const char* file) { return abi::Loc{file, line}; }
+// Where a scoped block's implicit push/pop happens: the end of the scope opened at `taken`.
+inline abi::Loc scope_end(abi::Loc taken) { return abi::Loc{taken.file, -taken.line}; }
 
 inline float to_f32(float x) { return x; }
 template <class T>
@@ -841,7 +843,8 @@ template <class CBT, bool Producer>
 class ScopedBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols, CBT::th, !Producer> {
  public:
   ScopedBlock(abi::BlockRef ref, abi::Loc l)
-      : Block<typename CBT::value_type, CBT::rows, CBT::cols, CBT::th, !Producer>(ref), loc_(l) {}
+      : Block<typename CBT::value_type, CBT::rows, CBT::cols, CBT::th, !Producer>(ref),
+        loc_(detail::scope_end(l)) {}
   ScopedBlock(const ScopedBlock&) = delete;
   ScopedBlock& operator=(const ScopedBlock&) = delete;
   ~ScopedBlock() {
@@ -862,7 +865,7 @@ template <class CBT>
 class ScratchBlock : public Block<typename CBT::value_type, CBT::rows, CBT::cols, CBT::th> {
  public:
   ScratchBlock(abi::BlockRef ref, abi::Loc l)
-      : Block<typename CBT::value_type, CBT::rows, CBT::cols, CBT::th>(ref), loc_(l) {}
+      : Block<typename CBT::value_type, CBT::rows, CBT::cols, CBT::th>(ref), loc_(detail::scope_end(l)) {}
   ScratchBlock(const ScratchBlock&) = delete;
   ScratchBlock& operator=(const ScratchBlock&) = delete;
   ~ScratchBlock() {

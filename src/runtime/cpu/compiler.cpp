@@ -118,7 +118,8 @@ void compile_shared_object(const std::string& source, const std::string& so_path
   std::remove(tmp.c_str());
   if (rc != 0)
     throw Error(std::string("kiln.compile: the ") + (lang == Language::C ? "C" : "C++") + " compiler (" + cc +
-                ") failed on kernel(s) " + what + ":\n" + out);
+                ") failed on kernel(s) " + what +
+                (out.empty() ? " with exit status " + std::to_string(rc) + " and no output" : ":\n" + out));
   if (!so) throw Error("kiln.compile: the compiler (" + cc + ") wrote no readable " + tmp + " for " + what);
   write_entry(so_path, *so);
 }

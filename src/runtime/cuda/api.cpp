@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "kiln/debug.h"
 #include "kiln/error.h"
 
 namespace kiln::runtime::cuda {
@@ -105,7 +106,7 @@ Loaded load() {
   // the loader path, then the toolkit's usual homes (KILN_NVRTC names a library explicitly)
   std::string home = env("CUDA_HOME").empty() ? env("CUDA_PATH") : env("CUDA_HOME");
   a.libnvrtc =
-      open_first({env("KILN_NVRTC"), "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+      open_first({settings().nvrtc, "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
                   home.empty() ? "" : home + "/lib64/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"},
                  nv_tried);
   if (!a.libnvrtc) {

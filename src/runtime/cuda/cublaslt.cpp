@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kiln/debug.h"
 #include "runtime/cuda/allocator.h"
 #include "runtime/cuda/context.h"
 
@@ -104,7 +105,7 @@ LoadedLt load_lt() {
   std::string tried;
   std::string home = env("CUDA_HOME").empty() ? env("CUDA_PATH") : env("CUDA_HOME");
   a.lib =
-      open_first({env("KILN_CUBLASLT"), "libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so",
+      open_first({settings().cublaslt, "libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so",
                   home.empty() ? "" : home + "/lib64/libcublasLt.so", "/usr/local/cuda/lib64/libcublasLt.so"},
                  tried);
   if (!a.lib) {

@@ -162,9 +162,7 @@ void notify_progress(Launch& L) {
   if (L.sleeping) L.cv.notify_all();
 }
 
-std::string where(abi::Loc at) {
-  return std::string(at.file ? at.file : "?") + ":" + std::to_string(at.line);
-}
+std::string where(abi::Loc at) { return source_position(at.file ? at.file : "", at.line); }
 
 std::string core_name(const Launch& L, const Core& c) {
   if (!L.desc.grid.is_2d) return "core " + std::to_string(c.index);

@@ -205,7 +205,8 @@ Rect slice_rect(Ctx& c, const TensorView& v, const CBState& cb, abi::Slice s, ab
       fail_here(c.lk,
                 "dma between a slice of " + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
                     " tiles of tensor '" + tn + "' and a block of " + block + " of " + cb_name(cb) +
-                    ": shapes must match",
+                    ": shapes must match (a smaller piece, such as the last of an uneven split, needs an "
+                    "element-indexed tensor: Indexing::Elements)",
                 at);
     int64_t R = tiles(v.rows), C = tiles(v.cols);
     if (!within(s.row, s.rows, R) || !within(s.col, s.cols, C))

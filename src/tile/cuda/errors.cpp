@@ -53,8 +53,8 @@ std::string what(const Program::Desc& d, const ErrorRecord& r) {
       return "dma between tensor '" + name_of(d.tensors, t, tensor_get) + "' slice (row " +
              std::to_string(v[0]) + ", col " + std::to_string(v[1]) + ", " + std::to_string(v[2]) + "x" +
              std::to_string(v[3]) + ") and a block of " + cb_name(d, cb) +
-             ": the slice is out of range or does not match the block's shape (blocks of short tiles move "
-             "through element-indexed accessors)";
+             ": the slice is out of range or does not match the block's shape (blocks of short tiles, and "
+             "pieces smaller than a block, move through element-indexed accessors)";
     }
     case cuda_abi::kBadCoreRange:
       return "core range x " + std::to_string(v[0]) + ".." + std::to_string(v[1]) + ", y " +
@@ -78,7 +78,7 @@ std::string what(const Program::Desc& d, const ErrorRecord& r) {
 std::string line_of(const Program::Desc& d, const ErrorRecord& r) {
   std::string file(r.file, strnlen(r.file, sizeof r.file));
   return core_name(d, r.core) + " " + role_name(d, r.role) + ": " + what(d, r) + " at " +
-         (file.empty() ? "?" : file) + ":" + std::to_string(r.line);
+         source_position(file, r.line);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "kiln/debug.h"
 #include "tile/cuda/launch_state.h"
 
 namespace kiln::tile::cuda {
@@ -99,8 +100,7 @@ std::string describe_trace(const Program::Desc& d, int core, const std::vector<u
   if (recorded > recs.size())
     out += "  (" + std::to_string(recorded - recs.size()) + " later records not kept)\n";
   // KILN_TILE_TRACE_LAST=<n>: the core's last n events in order (where its kernel's end goes)
-  const char* last = std::getenv("KILN_TILE_TRACE_LAST");
-  const size_t n = last ? std::min<size_t>(std::strtoul(last, nullptr, 10), ev.size()) : 0;
+  const size_t n = std::min<size_t>(static_cast<size_t>(settings().tile_trace_last), ev.size());
   if (n > 0) out += "  its last " + std::to_string(n) + " events (cycles from its first):\n";
   for (size_t i = ev.size() - n; i < ev.size(); i++) {
     auto [t, e, w, o] = ev[i];

@@ -1,0 +1,38 @@
+# Runs a command given after `--` that must fail cleanly on bad arguments or settings: exit status RC,
+# exactly one line on stderr matching the regex MATCH, and never a crash ("terminate called", a
+# signal). RC=any: the command may also succeed (a GPU machine runs what fails elsewhere); MATCH is
+# then checked only if it fails. RC=0: it must succeed. OUT_MATCH, if set, must match its stdout.
+#   cmake -DRC=2 -DMATCH=regex [-DOUT_MATCH=regex] -P expect_error.cmake -- cmd args...
+set(cmd "")
+set(after FALSE)
+math(EXPR last "${CMAKE_ARGC} - 1")
+foreach(i RANGE ${last})
+  if(after)
+    list(APPEND cmd "${CMAKE_ARGV${i}}")
+  elseif("${CMAKE_ARGV${i}}" STREQUAL "--")
+    set(after TRUE)
+  endif()
+endforeach()
+execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(REPLACE ";" " " shown "${cmd}")
+if(out MATCHES "terminate called|Segmentation fault|Aborted" OR err MATCHES "terminate called|Segmentation fault|Aborted"
+   OR NOT rc MATCHES "^[0-9]+$")
+  message(FATAL_ERROR "${shown}: crashed (${rc}):\n${out}${err}")
+endif()
+if(DEFINED OUT_MATCH AND NOT out MATCHES "${OUT_MATCH}")
+  message(FATAL_ERROR "${shown}: stdout does not match '${OUT_MATCH}':\n${out}")
+endif()
+if(rc EQUAL 0 AND (RC STREQUAL "any" OR RC EQUAL 0))
+  return()
+endif()
+if(NOT RC STREQUAL "any" AND NOT rc EQUAL RC)
+  message(FATAL_ERROR "${shown}: exit status ${rc}, expected ${RC}:\n${out}${err}")
+endif()
+string(REGEX REPLACE "\n$" "" line "${err}")
+if(line STREQUAL "" OR line MATCHES "\n")
+  message(FATAL_ERROR "${shown}: expected one line on stderr, got:\n${err}")
+endif()
+if(NOT line MATCHES "${MATCH}")
+  message(FATAL_ERROR "${shown}: stderr does not match '${MATCH}':\n${line}")
+endif()
+message(STATUS "${shown}: exit ${rc}: ${line}")

@@ -1,0 +1,47 @@
+// The `kiln` command-line tool: `kiln info` (build and runtime facts, settings), `kiln train` (a
+// character-level GPT on a text file, saved to a directory) and `kiln sample` (text from such a
+// directory). Any problem is one line on stderr and exit status 2.
+#include <kiln/kiln.h>
+
+#include <cstdio>
+#include <string>
+
+#include "commands.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: kiln <command> [options]\n"
+    "commands:\n"
+    "  info                                  version, threads, C compiler, kernel cache, devices and\n"
+    "                                        every KILN_* setting\n"
+    "  train --text FILE [--steps N] [--minutes M] [--out DIR]\n"
+    "                                        train a character-level GPT on FILE (default: 500 steps or\n"
+    "                                        5 minutes, whichever ends first; out dir kiln-model); saves\n"
+    "                                        DIR/model.safetensors, DIR/vocab.txt and DIR/config.txt\n"
+    "  sample --model DIR [--tokens N] [--temperature T] [--top-k K] [--seed S] [--prompt TEXT]\n"
+    "                                        print N (default 200, at most 100000) sampled characters\n"
+    "                                        after TEXT, each as it is drawn\n"
+    "  --help                                this text\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    std::string cmd = argc > 1 ? argv[1] : "";
+    if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+    if (cmd == "info") return kiln::cli::info(argc, argv);
+    if (cmd == "train") return kiln::cli::train(argc, argv);
+    if (cmd == "sample") return kiln::cli::sample(argc, argv);
+    std::fprintf(stderr, "%s%s",
+                 cmd.empty() ? "kiln: no command given\n" : ("kiln: unknown command '" + cmd + "'\n").c_str(),
+                 kUsage);
+    return 2;
+  } catch (const std::exception& e) {  // kiln::Error, and anything a library below lets out
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+}

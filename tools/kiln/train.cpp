@@ -1,0 +1,97 @@
+// `kiln train --text FILE [--steps N] [--minutes M] [--out DIR]`: a character-level GPT trained on
+// FILE and saved to DIR. Every option and the output directory are checked before training starts.
+#include <kiln/kiln.h>
+#include <kiln/nn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "args.h"
+#include "commands.h"
+#include "model_dir.h"
+
+namespace kiln::cli {
+
+int train(int argc, char** argv) {
+  Args a(argc, argv, "train", {"--text", "--steps", "--minutes", "--out"});
+  if (!a.has("--text")) throw Error(a.error("--text FILE is required"));
+  int64_t steps = a.integer("--steps", 500, 1, 10'000'000);
+  const double minutes = a.positive("--minutes", 5, 7 * 24 * 60);
+  const std::string path = a.text("--text", ""), text = a.read_file("--text");
+  data::CharTokenizer tok = data::CharTokenizer::from_text(text);
+  std::vector<int64_t> ids = tok.encode(text);
+  if (ids.size() < 16)
+    throw Error(a.error(path + " is too short to train on (" + std::to_string(ids.size()) +
+                        " characters; at least 16)"));
+  const std::string out = a.output_dir("--out", "kiln-model");
+
+  manual_seed(1337);
+  std::mt19937 rng(1337);
+  nn::GPTConfig cfg{.vocab_size = tok.vocab_size(),
+                    .block_size = std::min<int64_t>(64, static_cast<int64_t>(ids.size()) - 1),
+                    .n_layer = 2,
+                    .n_head = 4,
+                    .n_embd = 96};
+  nn::GPT model(cfg);
+  optim::AdamW opt(model->parameters(), {.lr = 3e-3, .weight_decay = 0.1});
+  const int64_t warmup = std::min<int64_t>(50, steps / 10);
+  optim::CosineWarmupLR sched(opt, warmup, std::max(steps, warmup + 1), 3e-5);
+  const int64_t B = 16, T = cfg.block_size;
+  std::printf(
+      "kiln train: %lld-parameter GPT on %s (%zu characters, vocabulary %lld), %lld steps or %g minutes\n",
+      static_cast<long long>(model->num_parameters()), path.c_str(), ids.size(),
+      static_cast<long long>(cfg.vocab_size), static_cast<long long>(steps), minutes);
+  std::uniform_int_distribution<size_t> off(0, ids.size() - static_cast<size_t>(T) - 1);
+  const double budget = minutes * 60;
+  auto t0 = std::chrono::steady_clock::now();
+  double el = 0, el_at_10 = 0;
+  int64_t step = 0;
+  float loss_v = 0;
+  for (; step < steps; step++) {
+    std::vector<int64_t> xs, ys;
+    for (int64_t b = 0; b < B; b++) {
+      size_t s = off(rng);
+      xs.insert(xs.end(), ids.begin() + s, ids.begin() + s + T);
+      ys.insert(ys.end(), ids.begin() + s + 1, ids.begin() + s + T + 1);
+    }
+    auto [logits, loss] = model->forward(tensor(xs, {B, T}), tensor(ys, {B, T}));
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    sched.step();
+    loss_v = loss.item<float>();
+    el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (step + 1 == 10) el_at_10 = el;
+    // the time budget: steps 10 to 30 (kernels compiled by then) give the step time; if the budget
+    // ends the run first, the cosine decay is fitted to the steps that fit, so it still ends low
+    if (step + 1 == 30 && steps > 60) {
+      double per = (el - el_at_10) / 20;
+      auto fit = static_cast<int64_t>(30 + 0.97 * (budget - el) / per);
+      if (fit < steps) {
+        steps = std::max({fit, warmup + 1, int64_t{31}});  // the schedule's end stays past the warmup
+        sched.set_total_steps(steps);
+        std::printf("about %lld steps fit in %g minutes: the learning-rate schedule now ends at step %lld\n",
+                    static_cast<long long>(std::max<int64_t>(fit, 0)), minutes,
+                    static_cast<long long>(steps));
+      }
+    }
+    if (step % 50 == 0 || step + 1 == steps)
+      std::printf("step %5lld  loss %.4f  %.1fs\n", static_cast<long long>(step + 1), loss_v, el);
+    if (el > budget) {
+      std::printf("time budget reached\n");
+      step++;
+      break;
+    }
+  }
+  io::save_safetensors(out + "/model.safetensors", model->state_dict());
+  tok.save(out + "/vocab.txt");
+  save_config(out + "/config.txt", cfg);
+  std::printf(
+      "trained %lld steps in %.1fs (final loss %.4f); saved %s/{model.safetensors,vocab.txt,config.txt}\n",
+      static_cast<long long>(step), el, loss_v, out.c_str());
+  return 0;
+}
+
+}  // namespace kiln::cli
