@@ -27,6 +27,10 @@ struct Settings {
   // KILN_LAYERNORM=tile: F::layer_norm on CPU f32/bf16 tensors runs the tile kernels of
   // kernels/layernorm (forward and backward) instead of the generated kernels ("generated")
   std::string layernorm = "generated";
+  // KILN_VIZ=1: after every realize, write the compiler viewer page (graphs, fusion, kernels, times)
+  // to KILN_VIZ_OUT (default kiln_viz.html); each kernel is then timed alone, as at KILN_DEBUG=2
+  std::string viz;
+  std::string viz_out;
 };
 // Read once from the environment; tests may change them.
 Settings& settings();

@@ -50,6 +50,8 @@ Settings& settings() {
     r.cuda_graph = env_int("KILN_CUDA_GRAPH", 1) != 0;
     r.cuda_lineinfo = env_int("KILN_CUDA_LINEINFO", 0) != 0;
     if (std::string ln = env_str("KILN_LAYERNORM"); !ln.empty()) r.layernorm = ln;
+    r.viz = env_str("KILN_VIZ");
+    r.viz_out = env_str("KILN_VIZ_OUT");
     r.cache_dir = runtime::default_cache_dir();  // KILN_CACHE_DIR, else a per-user directory
     return r;
   }();
