@@ -26,7 +26,7 @@ td, th { border: 1px solid #ddd; padding: 3px 6px; text-align: left; vertical-al
 tr.kernel { cursor: pointer; } tr.kernel.sel { background: #fff3c4; }
 .cols { display: flex; gap: 12px; align-items: flex-start; }
 .cols > div { flex: 1; min-width: 0; }
-.graph { background: #fff; border: 1px solid #ddd; max-height: 420px; overflow: auto; font: 12px monospace; }
+.graph { position: relative; background: #fff; border: 1px solid #ddd; max-height: 420px; overflow: auto; font: 12px monospace; }
 .node { padding: 1px 6px; white-space: nowrap; }
 .node.realized { color: #666; }
 .node.hl { background: #fff3c4; } .node.hl-out { background: #ffd666; font-weight: bold; }
@@ -74,8 +74,10 @@ function highlight(ri, k) {
     e.classList.toggle("hl-in", ins.has(id));
   }
   for (const e of document.querySelectorAll("[data-kernel]")) e.classList.toggle("sel", +e.dataset.kernel === k);
-  const first = document.querySelector(".graph .node.hl-out");
-  if (first) first.scrollIntoView({block: "nearest"});
+  for (const box of document.querySelectorAll(".graph")) {  // each list shows the kernel's output
+    const row = box.querySelector(".node.hl-out");
+    if (row) box.scrollTop = row.offsetTop - box.clientHeight / 3;
+  }
 }
 function graphList(ri, g, bit) {
   const box = el("div", "graph");
