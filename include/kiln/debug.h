@@ -36,6 +36,10 @@ struct Settings {
   int tile_trace_last = 0;      // KILN_TILE_TRACE_LAST: that core's last n events printed in order
   int tile_compute_warps = 4;   // KILN_TILE_COMPUTE_WARPS: warps of a tile program's compute role
   int fuzz_files = 0;           // KILN_FUZZ_FILES: mutants per format of the file-fuzzing test (0: 500)
+  // KILN_VIZ=1: after every realize, write the compiler viewer page (graphs, fusion, kernels, times)
+  // to KILN_VIZ_OUT (default kiln_viz.html); each kernel is then timed alone, as at KILN_DEBUG=2
+  std::string viz;
+  std::string viz_out;
 };
 // Read once from the environment (every KILN_* variable is declared in src/runtime/settings.cpp;
 // `kiln info` lists them); an invalid value is a kiln::Error naming the variable, the value and

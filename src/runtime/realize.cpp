@@ -23,6 +23,7 @@
 #include "runtime/launcher.h"
 #include "runtime/program_cache.h"
 #include "runtime/survivors.h"
+#include "runtime/viz.h"
 #include "schedule/match_matmul.h"
 #include "schedule/memory_plan.h"
 #include "schedule/schedule.h"
@@ -167,13 +168,16 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
   images = ir::rewrite_graph(images);
   std::vector<NodeRef> rewritten(images.begin(), images.begin() + static_cast<std::ptrdiff_t>(roots.size()));
   std::vector<NodeRef> held_images(images.begin() + static_cast<std::ptrdiff_t>(roots.size()), images.end());
-  schedule::Schedule sched =
-      schedule::make_schedule(rewritten, {.library_gemm = device.is_cuda() && cuda::cublaslt_available()});
+  schedule::Schedule sched = schedule::make_schedule(
+      rewritten, {.library_gemm = device.is_cuda() && cuda::cublaslt_available(), .explain = viz::enabled()});
   stats().schedules++;
 
   codegen::Target target = device.is_cuda() ? codegen::Target::CUDA : codegen::Target::CPU;
   std::vector<std::shared_ptr<const codegen::Lowered>> lowered;
   for (auto& k : sched.kernels) lowered.push_back(lower_cached(k.ast, target));
+  // the compiler viewer records the graphs before any kernel output is attached to them
+  std::unique_ptr<viz::Record> rec =
+      viz::enabled() ? std::make_unique<viz::Record>(roots, rewritten, sched, lowered, device) : nullptr;
   Stats before = stats();
   std::vector<Launch> runners = load(lowered, device);
   schedule::MemoryPlan plan = schedule::plan_memory(sched, surviving_outputs(sched, rewritten, held_images));
@@ -239,12 +243,14 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
       for (auto& in : k.inputs) ins.push_back(in->buffer);
       obs->launched(launches[i], outs, ins);
     }
-    if (settings().debug >= 2) synchronize(device);  // time this kernel alone
+    bool time_each = settings().debug >= 2 || rec;
+    if (time_each) synchronize(device);  // time this kernel alone
     auto k0 = std::chrono::steady_clock::now();
     launcher(device).launch(launches[i], args[i].data());
+    if (time_each) synchronize(device);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - k0).count();
+    if (rec) rec->kernel_time(i, s * 1e3, bytes[i]);
     if (settings().debug >= 2) {
-      synchronize(device);
-      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - k0).count();
       std::fprintf(stderr, "kiln:   %-28s %9.3f ms %9.2f GB/s %9.2f GFLOP/s\n", p.name.c_str(), s * 1e3,
                    static_cast<double>(bytes[i]) / s * 1e-9, p.flops / s * 1e-9);
     }
@@ -267,6 +273,7 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
   // roots the rewrites turned into other (already computed) nodes share their buffers
   for (size_t i = 0; i < roots.size(); i++)
     if (!roots[i]->buffer) ir::set_buffer(*roots[i], rewritten[i]->buffer);
+  if (rec) rec->finish(std::chrono::duration<double>(t1 - t0).count() * 1e3);
   if (settings().debug >= 1) {
     Stats& now = stats();
     std::fprintf(stderr,

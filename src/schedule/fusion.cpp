@@ -3,6 +3,7 @@
 // result would be recomputed (broadcast by an EXPAND, nested in another reduce, or shared by
 // kernels); shared elementwise work is realized when storing it moves fewer bytes than recomputing.
 #include <algorithm>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -86,14 +87,19 @@ bool costly_to_recompute(const NodeRef& n, const std::unordered_set<const Node*>
 
 }  // namespace
 
-std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std::vector<NodeRef>& forced) {
+std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std::vector<NodeRef>& forced,
+                                    std::unordered_map<const Node*, std::string>* why) {
   std::vector<NodeRef> points;
   std::unordered_set<const Node*> in_points;
-  auto add = [&](const NodeRef& n) {
-    if (!is_realized(n) && in_points.insert(n.get()).second) points.push_back(n);
+  // `reason` is called only when the caller asked why (KILN_VIZ)
+  auto add = [&](const NodeRef& n, auto&& reason) {
+    if (is_realized(n) || !in_points.insert(n.get()).second) return;
+    points.push_back(n);
+    if (why) (*why)[n.get()] = reason();
   };
-  for (auto& r : roots) add(r);
-  for (auto& f : forced) add(f);
+  auto says = [](const char* text) { return [text] { return std::string(text); }; };
+  for (auto& r : roots) add(r, says("a root of the realize"));
+  for (auto& f : forced) add(f, says("an operand or result of a GEMM library matmul"));
   std::vector<NodeRef> order = ir::toposort(roots, false);
   std::unordered_map<const Node*, size_t> topo;
   for (size_t i = 0; i < order.size(); i++) topo[order[i].get()] = i;
@@ -106,12 +112,14 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
     stack.pop_back();
     if (is_realized(n) || !seen.insert(n.get()).second) continue;
     for (auto& s : n->src) stack.push_back(s);
-    if (n->op == Op::CONTIGUOUS) add(n);
+    if (n->op == Op::CONTIGUOUS) add(n, says("contiguous() is always a kernel output"));
     if (n->op != Op::ATTENTION) continue;
-    add(n);
+    add(n, says("attention is a kernel of its own"));
     for (auto& s : n->src) {
       auto v = strided_view(s, is_realized);
-      add(v && attention_reads(*v) ? v->base : s);  // else a contiguous copy
+      bool view = v && attention_reads(*v);  // else a contiguous copy
+      add(view ? v->base : s,
+          says(view ? "read by attention through a strided view" : "read by attention as a contiguous copy"));
     }
   }
   // A chain of more than kMaxFusedDepth fused nodes is cut (at a node that does not broadcast), so
@@ -188,7 +196,14 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
         bool recomputed_work = (flags & kBroadcastInReduce) && ir::is_elementwise(n->op) &&
                                n->numel() >= 1024 && costly_to_recompute(n, in_points);
         if (recomputed_reduce || recomputed_work) {
-          add(n);
+          add(n, [&] {
+            if (recomputed_work)
+              return "costly elementwise work (" + std::to_string(n->numel()) +
+                     " elements) broadcast into a reduce: recomputed per reduce step";
+            return std::string((flags & kInReduce) ? "a reduce inside another reduce"
+                                                   : "a reduce broadcast by an EXPAND") +
+                   ": recomputed per output element if fused";
+          });
           changed = true;
           continue;
         }
@@ -208,7 +223,13 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
       if ((shared_reduce || costly) && (!best || topo[raw] > topo[best.get()])) best = n;
     }
     if (best) {
-      add(best);
+      add(best, [&] {
+        int64_t k = static_cast<int64_t>(owners[best.get()].size());
+        if (best->op == Op::REDUCE) return "a reduce shared by " + std::to_string(k) + " kernels";
+        int64_t in = input_bytes(best, in_points), out = dtype_size(best->dtype);
+        return "shared by " + std::to_string(k) + " kernels: store " + std::to_string(in + out * (1 + k)) +
+               " B/elem < recompute " + std::to_string(k * in) + " B/elem";
+      });
       changed = true;
     }
   }

@@ -292,8 +292,9 @@ std::unordered_set<const Node*> realized_inputs(const NodeRef& n,
 
 namespace {
 
-Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<NodeRef>& forced) {
-  std::vector<NodeRef> points = realize_points(roots, forced);
+Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<NodeRef>& forced, bool explain) {
+  std::unordered_map<const Node*, std::string> why;
+  std::vector<NodeRef> points = realize_points(roots, forced, explain ? &why : nullptr);
   std::unordered_map<const Node*, size_t> topo;
   auto order = ir::toposort(roots, false);
   for (size_t i = 0; i < order.size(); i++) topo[order[i].get()] = i;
@@ -353,13 +354,17 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
       auto stop = [&](const NodeRef& n) { return is_realized(n) || point_set.count(n.get()) > 0; };
       k.ast = attention_ast(g[0], stop, k.inputs);
       k.outputs = g;
-      s.kernels.push_back(std::move(k));
-      continue;
+    } else {
+      Builder b(point_set, g);
+      k.ast = b.build();
+      k.outputs = g;
+      k.inputs = b.inputs();
     }
-    Builder b(point_set, g);
-    k.ast = b.build();
-    k.outputs = g;
-    k.inputs = b.inputs();
+    if (explain)
+      for (size_t o = 0; o < g.size(); o++)
+        k.why.push_back(
+            why[g[o].get()] +
+            (o ? "; joins this kernel: independent of its other outputs, reads a buffer they read" : ""));
     s.kernels.push_back(std::move(k));
   }
   return s;
@@ -368,9 +373,9 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
 }  // namespace
 
 Schedule make_schedule(const std::vector<NodeRef>& roots, const ScheduleOptions& options) {
-  if (!options.library_gemm) return build_schedule(roots, {});
+  if (!options.library_gemm) return build_schedule(roots, {}, options.explain);
   std::vector<NodeRef> forced = library_gemm_plan(roots);
-  Schedule s = build_schedule(roots, forced);
+  Schedule s = build_schedule(roots, forced, options.explain);
   // a matmul whose consumers the plan left fused (a bias, in case it is more than the library
   // takes) and that still does not match: realized the next round (each round realizes what it
   // adds, so it never adds it again)
@@ -378,7 +383,7 @@ Schedule make_schedule(const std::vector<NodeRef>& roots, const ScheduleOptions&
     std::vector<NodeRef> more = library_gemm_points(s);
     if (more.empty()) break;
     forced.insert(forced.end(), more.begin(), more.end());
-    s = build_schedule(roots, forced);
+    s = build_schedule(roots, forced, options.explain);
   }
   return s;
 }

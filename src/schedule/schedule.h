@@ -1,6 +1,8 @@
 // Scheduler: decides which tensor nodes are realized (kernel boundaries: fusion) and builds each
 // kernel's AST, a SINK of STOREs whose values and indices are scalar expressions over RANGEs.
 #pragma once
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/node.h"
@@ -11,6 +13,7 @@ struct Kernel {
   ir::NodeRef ast;                   // SINK(STORE(DEFINE_GLOBAL i, index, value) ...)
   std::vector<ir::NodeRef> outputs;  // tensor nodes this kernel realizes: DEFINE_GLOBAL 0..n-1
   std::vector<ir::NodeRef> inputs;   // realized tensor nodes it reads: DEFINE_GLOBAL n..
+  std::vector<std::string> why;      // with ScheduleOptions::explain: why each output is realized
 };
 
 struct Schedule {
@@ -26,9 +29,10 @@ constexpr uint32_t kMaxFusedDepth = 2000;
 constexpr uint32_t kMaxNestedReduces = 8;
 
 // Nodes that become buffers, given the roots to realize (the fusion decision, see fusion.cpp), and
-// nodes that must be realized besides (`forced`).
+// nodes that must be realized besides (`forced`). With `why`, each point's reason is recorded there.
 std::vector<ir::NodeRef> realize_points(const std::vector<ir::NodeRef>& roots,
-                                        const std::vector<ir::NodeRef>& forced = {});
+                                        const std::vector<ir::NodeRef>& forced = {},
+                                        std::unordered_map<const ir::Node*, std::string>* why = nullptr);
 // Whether a node shared by `consumers` kernels is cheaper stored once than recomputed in each.
 bool store_is_cheaper(int64_t consumers, int64_t input_bytes_per_elem, int64_t output_bytes_per_elem);
 
@@ -37,6 +41,7 @@ struct ScheduleOptions {
   // fuses with work the library cannot do is split off, its operands and result realized
   // (library_gemm.cpp), so the library runs it and the fused work gets kernels of its own.
   bool library_gemm = false;
+  bool explain = false;  // fill Kernel::why (the compiler viewer, KILN_VIZ)
 };
 Schedule make_schedule(const std::vector<ir::NodeRef>& roots, const ScheduleOptions& options = {});
 
