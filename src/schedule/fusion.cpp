@@ -136,7 +136,7 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
     if (!seen.count(n.get()) || in_points.count(n.get())) continue;  // realized, or a kernel output
     if (n->op == Op::REDUCE && nest.count(n->src[0].get()) &&
         nest[n->src[0].get()].reduces >= kMaxNestedReduces && cuttable(n->src[0])) {
-      add(n->src[0]);
+      add(n->src[0], says("a chain of reduces nested deeper than the limit is cut here"));
       nest.erase(n->src[0].get());
     }
     Nest d{1, 0};
@@ -145,7 +145,7 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
         d = {std::max(d.nodes, it->second.nodes + 1), std::max(d.reduces, it->second.reduces)};
     d.reduces += n->op == Op::REDUCE;
     if (d.nodes > kMaxFusedDepth && !grows(n))
-      add(n);
+      add(n, says("a fused chain deeper than the limit is cut here"));
     else
       nest[n.get()] = d;
   }
