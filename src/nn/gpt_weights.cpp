@@ -123,21 +123,17 @@ GPT load_llmc_checkpoint(const std::string& path) {
   const uint8_t* at = bytes.data() + 256 * 4;
   auto take = [&](int64_t rows, int64_t cols) {
     const int64_t n = rows * cols;
-    Tensor t;
+    std::vector<float> v(static_cast<size_t>(n));
     if (es == 4) {
-      std::vector<float> v(static_cast<size_t>(n));
       std::memcpy(v.data(), at, static_cast<size_t>(n) * 4);
-      t = tensor(v, {rows, cols});
     } else {
-      std::vector<float> v(static_cast<size_t>(n));
       for (int64_t i = 0; i < n; i++) {
         uint16_t b;
         std::memcpy(&b, at + i * 2, 2);
-        uint32_t u = static_cast<uint32_t>(b) << 16;
-        std::memcpy(&v[static_cast<size_t>(i)], &u, 4);
+        v[static_cast<size_t>(i)] = bf16_to_float(b);
       }
-      t = tensor(v, {rows, cols});
     }
+    Tensor t = tensor(v, {rows, cols});
     at += n * es;
     return t;
   };
