@@ -45,7 +45,7 @@ void swap_elements(char* p, size_t nbytes, int size) {
   for (size_t k = 0; k < nbytes; k += static_cast<size_t>(size)) std::reverse(p + k, p + k + size);
 }
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
 
 struct Entry {
   std::string name;
@@ -71,13 +71,13 @@ std::vector<Entry> parse_header(const std::string& path, std::string_view header
       if (v.kind != json::Value::Kind::Object) bad(path, "__metadata__ must be an object of strings");
       for (auto& [k, s] : v.members) {
         if (s.kind != json::Value::Kind::String)
-          bad(path, "__metadata__ value of " + quoted(k) + " is " + json::Value::kind_name(s.kind) +
+          bad(path, "__metadata__ value of " + in_quotes(k) + " is " + json::Value::kind_name(s.kind) +
                         ", not a string");
         metadata[k] = s.text;
       }
       continue;
     }
-    std::string what = "tensor " + quoted(name) + ": ";
+    std::string what = "tensor " + in_quotes(name) + ": ";
     if (v.kind != json::Value::Kind::Object) bad(path, what + "entry must be an object");
     const json::Value* dt = v.find("dtype");
     const json::Value* sh = v.find("shape");
@@ -88,7 +88,7 @@ std::vector<Entry> parse_header(const std::string& path, std::string_view header
     bool known = false;
     for (auto& d : kDTypes)
       if (dt->text == d.name) e.dtype = d.dtype, known = true;
-    if (!known) bad(path, what + "unknown dtype " + quoted(dt->text));
+    if (!known) bad(path, what + "unknown dtype " + in_quotes(dt->text));
     if (sh->kind != json::Value::Kind::Array) bad(path, what + "shape must be an array");
     // the product of the nonzero dims must fit int64 even when a zero dim makes the tensor empty:
     // strides and views are computed from it
@@ -132,7 +132,7 @@ std::vector<Entry> parse_header(const std::string& path, std::string_view header
   for (const Entry* e : order) {
     if (e->begin < covered)
       bad(path,
-          "tensors " + quoted(prev->name) + " and " + quoted(e->name) + " have overlapping data_offsets");
+          "tensors " + in_quotes(prev->name) + " and " + in_quotes(e->name) + " have overlapping data_offsets");
     if (e->begin > covered)
       bad(path, "data not covering the buffer: bytes [" + std::to_string(covered) + ", " +
                     std::to_string(e->begin) + ") of the data section belong to no tensor");
@@ -186,11 +186,11 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
                       const std::map<std::string, std::string>& metadata) {
   std::vector<Tensor> ts;
   for (auto& [name, t] : tensors) {
-    if (!t.defined()) bad(path, "cannot save tensor " + quoted(name) + ": it is undefined");
+    if (!t.defined()) bad(path, "cannot save tensor " + in_quotes(name) + ": it is undefined");
     if (name == "__metadata__") bad(path, "\"__metadata__\" cannot be a tensor name");
-    if (!json::valid_utf8(name)) bad(path, "tensor name " + quoted(name) + " is not valid UTF-8");
+    if (!json::valid_utf8(name)) bad(path, "tensor name " + in_quotes(name) + " is not valid UTF-8");
     if (!st_name(t.dtype()))
-      bad(path, "tensor " + quoted(name) + ": dtype " + to_string(t.dtype()) + " has no safetensors name");
+      bad(path, "tensor " + in_quotes(name) + ": dtype " + to_string(t.dtype()) + " has no safetensors name");
     ts.push_back(t);
   }
   realize(ts);  // one schedule for all; views become their row-major values
@@ -206,10 +206,10 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
     for (auto& [k, v] : metadata) {
       if (!first) header += ',';
       first = false;
-      if (!json::append_string(header, k)) bad(path, "metadata key " + quoted(k) + " is not valid UTF-8");
+      if (!json::append_string(header, k)) bad(path, "metadata key " + in_quotes(k) + " is not valid UTF-8");
       header += ':';
       if (!json::append_string(header, v))
-        bad(path, "metadata value of " + quoted(k) + " is not valid UTF-8");
+        bad(path, "metadata value of " + in_quotes(k) + " is not valid UTF-8");
     }
     header += '}';
   }

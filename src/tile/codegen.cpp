@@ -13,7 +13,7 @@ namespace {
 
 const char* element_type(DType t) { return t == DType::BF16 ? "kiln::tile::bf16" : "float"; }
 
-std::string quoted(const std::string& s) {
+std::string in_quotes(const std::string& s) {
   std::string r = "\"";
   for (char c : s) r += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
   return r + "\"";
@@ -77,7 +77,7 @@ std::string generate_source(const Program::Desc& d, Target target) {
     for (auto& r : d.dm_roles) s += "__forceinline__ void " + r + "();\n";
     s += "__forceinline__ void " + d.compute_role + "();\n";
   }
-  s += "#line 1 " + quoted(d.file) + "\n" + d.source + "\n";
+  s += "#line 1 " + in_quotes(d.file) + "\n" + d.source + "\n";
   s += "#line 1 \"<kiln tile entry>\"\n";
   if (cuda) {
     // as many cores per multiprocessor as their shared memory lets share one, so ptxas spends
