@@ -85,6 +85,50 @@ bool costly_to_recompute(const NodeRef& n, const std::unordered_set<const Node*>
   return ops >= 4;
 }
 
+// A kernel nesting more than kMaxFusedDepth fused nodes is cut (at a node that does not broadcast),
+// whatever built the graph. So is one nesting more than kMaxNestedReduces reduces each over the one
+// before (a row reduce broadcast back, as x - x.mean(-1) repeated), which would compute each level
+// again inside every reduce above it: the reduce's source is realized, or, where that source is a
+// broadcast, the reduce above the limit itself. Depths count only the nodes fused into one kernel (a
+// realize point starts its consumers afresh), so a cut never lands where the sharing rules above
+// already end the kernel. Returns whether it added a point.
+template <class Add>
+bool cut_deep_kernels(const std::vector<NodeRef>& order, const std::unordered_set<const Node*>& pending,
+                      const std::unordered_set<const Node*>& in_points, Add&& add) {
+  struct Nest {
+    uint32_t nodes = 0, reduces = 0;  // on the longest paths down inside the kernel
+  };
+  std::unordered_map<const Node*, Nest> nest;
+  bool added = false;
+  for (auto& n : order) {
+    if (!pending.count(n.get())) continue;  // realized before this schedule
+    if (auto it = nest.find(n->src.empty() ? nullptr : n->src[0].get());
+        n->op == Op::REDUCE && it != nest.end() && it->second.reduces >= kMaxNestedReduces &&
+        !grows(n->src[0])) {
+      add(n->src[0],
+          [] { return std::string("a chain of reduces nested deeper than the limit is cut here"); });
+      nest.erase(it);
+      added = true;
+    }
+    Nest d{1, 0};
+    for (auto& s : n->src)
+      if (auto it = nest.find(s.get()); it != nest.end())
+        d = {std::max(d.nodes, it->second.nodes + 1), std::max(d.reduces, it->second.reduces)};
+    d.reduces += n->op == Op::REDUCE;
+    if (in_points.count(n.get())) continue;  // a kernel output: its consumers read it from memory
+    if (n->op == Op::REDUCE && d.reduces > kMaxNestedReduces) {  // its source broadcasts: cut here
+      add(n, [] { return std::string("a chain of reduces nested deeper than the limit is cut here"); });
+      added = true;
+    } else if (d.nodes > kMaxFusedDepth && !grows(n)) {
+      add(n, [] { return std::string("a fused chain deeper than the limit is cut here"); });
+      added = true;
+    } else {
+      nest[n.get()] = d;
+    }
+  }
+  return added;
+}
+
 }  // namespace
 
 std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std::vector<NodeRef>& forced,
@@ -122,34 +166,6 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
           says(view ? "read by attention through a strided view" : "read by attention as a contiguous copy"));
     }
   }
-  // A chain of more than kMaxFusedDepth fused nodes is cut (at a node that does not broadcast), so
-  // no kernel nests deeper, whatever built the graph. So is a chain of more than kMaxNestedReduces
-  // reduces each over the one before (a row reduce broadcast back, as x - x.mean(-1) repeated): the
-  // kernel would compute each level again inside every reduce above it. It is cut below the reduce,
-  // so the reduce reads its input from memory.
-  struct Nest {
-    uint32_t nodes = 0, reduces = 0;  // on the longest paths down, fused into the same kernel
-  };
-  std::unordered_map<const Node*, Nest> nest;
-  auto cuttable = [&](const NodeRef& n) { return nest.count(n.get()) && !grows(n); };
-  for (auto& n : order) {
-    if (!seen.count(n.get()) || in_points.count(n.get())) continue;  // realized, or a kernel output
-    if (n->op == Op::REDUCE && nest.count(n->src[0].get()) &&
-        nest[n->src[0].get()].reduces >= kMaxNestedReduces && cuttable(n->src[0])) {
-      add(n->src[0], says("a chain of reduces nested deeper than the limit is cut here"));
-      nest.erase(n->src[0].get());
-    }
-    Nest d{1, 0};
-    for (auto& s : n->src)
-      if (auto it = nest.find(s.get()); it != nest.end())
-        d = {std::max(d.nodes, it->second.nodes + 1), std::max(d.reduces, it->second.reduces)};
-    d.reduces += n->op == Op::REDUCE;
-    if (d.nodes > kMaxFusedDepth && !grows(n))
-      add(n, says("a fused chain deeper than the limit is cut here"));
-    else
-      nest[n.get()] = d;
-  }
-
   for (bool changed = true; changed;) {
     changed = false;
     // owners: for each unrealized node, the realize points whose kernels would compute it (each
@@ -231,7 +247,9 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
                " B/elem < recompute " + std::to_string(k * in) + " B/elem";
       });
       changed = true;
+      continue;
     }
+    changed = cut_deep_kernels(order, seen, in_points, add);
   }
   return points;
 }

@@ -50,7 +50,7 @@ TEST(DeepGraphs, AGraphBuiltFromNodesIsCutIntoKernelsOfBoundedDepth) {
     ir::NodeRef c = ir::const_float(0.25, DType::F32, {3});
     for (int i = 0; i < kSteps; i++) n = ir::make(i % 2 ? ir::Op::ADD : ir::Op::MUL, DType::F32, {3}, {n, c});
     int64_t kernels = stats().kernels_run;
-    runtime::realize({n}, Device::cpu());
+    runtime::realize({n}, x.device());
     EXPECT_GE(stats().kernels_run - kernels, kSteps / static_cast<int64_t>(schedule::kMaxFusedDepth));
     float want = 0.5f;
     for (int i = 0; i < kSteps; i++) want = i % 2 ? want + 0.25f : want * 0.25f;

@@ -1,6 +1,7 @@
 // Fusion is tested by counting the kernels a realize runs.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
+#include <kiln/nn.h>
 
 #include <cmath>
 
@@ -188,4 +189,22 @@ TEST(Fusion, ReducesNestedDeeperThanTheLimitAreCut) {
   int64_t k = kernels_for({y});
   EXPECT_GE(k, kSteps / static_cast<int64_t>(schedule::kMaxNestedReduces));
   EXPECT_LE(k, 2 * kSteps / static_cast<int64_t>(schedule::kMaxNestedReduces) + 1);
+}
+
+// A training step nests many reduces across its layers, but each kernel only its own: the cut for
+// deep chains counts within kernels, so it never stores a matmul's broadcast product (a kernel that
+// writes many times the elements it reads; embeddings and concatenations write about as many).
+TEST(Fusion, ATrainingStepStoresNoBroadcastProduct) {
+  manual_seed(3);
+  nn::GPT model(nn::GPTConfig{.vocab_size = 11, .block_size = 8, .n_layer = 2, .n_head = 2, .n_embd = 16});
+  Tensor idx = randint(0, 11, {2, 8}), tgt = randint(0, 11, {2, 8});
+  model->forward(idx, tgt).second.backward();
+  std::vector<ir::NodeRef> roots;
+  for (auto& p : model->parameters()) roots.push_back(p.grad().node());
+  auto sched = schedule::make_schedule(ir::rewrite_graph(roots));
+  for (auto& k : sched.kernels) {
+    int64_t read = 0;
+    for (auto& in : k.inputs) read += in->numel();
+    for (auto& out : k.outputs) EXPECT_LE(out->numel(), 2 * read + 1024) << codegen::kernel_name(k.ast);
+  }
 }
