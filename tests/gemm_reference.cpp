@@ -5,7 +5,7 @@
 
 namespace kiln::testing {
 
-using runtime::cuda::GemmDesc;
+using schedule::GemmDesc;
 
 int64_t a_offset(const GemmDesc& d, int64_t b, int64_t m, int64_t k) {
   return b * d.stride_a + (d.trans_a ? k * d.lda + m : m * d.lda + k);
@@ -30,8 +30,7 @@ GemmReference reference_gemm(const GemmDesc& d, const ElementReader& a, const El
   r.c.resize(static_cast<size_t>(d.batch * d.m * d.n));
   r.scale.resize(r.c.size());
   bool with_bias = d.has_bias();
-  bool gelu =
-      d.epilogue == runtime::cuda::GemmEpilogue::Gelu || d.epilogue == runtime::cuda::GemmEpilogue::BiasGelu;
+  bool gelu = d.epilogue == schedule::GemmEpilogue::Gelu || d.epilogue == schedule::GemmEpilogue::BiasGelu;
   for (int64_t bt = 0; bt < d.batch; bt++)
     for (int64_t m = 0; m < d.m; m++)
       for (int64_t n = 0; n < d.n; n++) {

@@ -1,11 +1,11 @@
-// A float64 host reference for runtime::cuda::GemmDesc, shared by the matcher tests (which check
+// A float64 host reference for schedule::GemmDesc, shared by the matcher tests (which check
 // that a matched descriptor reads the kernel's buffers as the kernel does) and the cuBLASLt tests.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <vector>
 
-#include "runtime/cuda/gemm_desc.h"
+#include "schedule/gemm_desc.h"
 
 namespace kiln::testing {
 
@@ -13,13 +13,13 @@ namespace kiln::testing {
 using ElementReader = std::function<double(int64_t e)>;
 
 // Where each matrix element sits, in elements from the operand's first element.
-int64_t a_offset(const runtime::cuda::GemmDesc& d, int64_t b, int64_t m, int64_t k);
-int64_t b_offset(const runtime::cuda::GemmDesc& d, int64_t b, int64_t k, int64_t n);
-int64_t c_offset(const runtime::cuda::GemmDesc& d, int64_t b, int64_t m, int64_t n);
+int64_t a_offset(const schedule::GemmDesc& d, int64_t b, int64_t m, int64_t k);
+int64_t b_offset(const schedule::GemmDesc& d, int64_t b, int64_t k, int64_t n);
+int64_t c_offset(const schedule::GemmDesc& d, int64_t b, int64_t m, int64_t n);
 // Elements an operand spans (the largest offset + 1).
-int64_t a_extent(const runtime::cuda::GemmDesc& d);
-int64_t b_extent(const runtime::cuda::GemmDesc& d);
-int64_t c_extent(const runtime::cuda::GemmDesc& d);
+int64_t a_extent(const schedule::GemmDesc& d);
+int64_t b_extent(const schedule::GemmDesc& d);
+int64_t c_extent(const schedule::GemmDesc& d);
 
 // kiln's gelu with the tanh approximation, in float64.
 double gelu_tanh(double x);
@@ -29,7 +29,7 @@ struct GemmReference {
   std::vector<double> scale;  // sum_k |a b| + |bias|: the size rounding errors are relative to
 };
 // C = epilogue(A B + bias) in float64; `bias` is read only when the epilogue has one.
-GemmReference reference_gemm(const runtime::cuda::GemmDesc& d, const ElementReader& a, const ElementReader& b,
+GemmReference reference_gemm(const schedule::GemmDesc& d, const ElementReader& a, const ElementReader& b,
                              const ElementReader& bias);
 
 }  // namespace kiln::testing

@@ -6,8 +6,8 @@
 #include <numbers>
 #include <sstream>
 
+#include "ir/attention_layout.h"
 #include "kiln/error.h"
-#include "schedule/attention_layout.h"
 
 namespace kiln::codegen {
 
@@ -29,7 +29,7 @@ Lowered lower_attention(const NodeRef& ast, Target target) {
   const NodeRef& a = ast->src.at(0);
   if (target != Target::CUDA)
     throw Error("kiln.codegen: the flash-attention kernel runs on CUDA only (" + a->str() + ")");
-  auto l = schedule::AttentionLayout::from_args(a->arg);
+  auto l = ir::AttentionLayout::from_args(a->arg);
   Tiles t = tiles_for(l.d);
   int64_t batch = 1;
   for (auto b : l.batch) batch *= b;

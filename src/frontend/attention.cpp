@@ -8,6 +8,7 @@
 #include <string>
 
 #include "frontend/graph.h"
+#include "ir/graph_rewrite.h"
 #include "ir/rewrite.h"
 #include "kiln/functional.h"
 #include "runtime/cuda/context.h"
@@ -65,6 +66,10 @@ NodeRef lower_attention(const NodeRef& n) {
   return attention_composite(Tensor(n->src[0]), Tensor(n->src[1]), Tensor(n->src[2]), n->arg[0] != 0, n->fval)
       .node();
 }
+
+// the graph rewrites lower ATTENTION nodes with it; registered as the program starts, by the file
+// that makes ATTENTION nodes
+[[maybe_unused]] const bool lowering_registered = (ir::set_attention_lowering(&lower_attention), true);
 
 }  // namespace frontend
 

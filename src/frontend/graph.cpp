@@ -86,12 +86,6 @@ NodeRef reduce(Op rop, const NodeRef& x, std::vector<int64_t> axes) {
 
 namespace kiln {
 
-std::string shape_str(const Shape& s) {
-  std::string r = "(";
-  for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + (s.size() == 1 ? ",)" : ")");
-}
-
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   size_t n = std::max(a.size(), b.size());
   Shape r(n);

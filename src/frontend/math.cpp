@@ -6,6 +6,7 @@
 
 #include "frontend/graph.h"
 #include "kiln/tensor.h"
+#include "schedule/match_matmul.h"
 
 namespace kiln {
 
@@ -309,6 +310,14 @@ Tensor Tensor::gelu(bool tanh_approximation) const {
     return x * 0.5 * one_plus;
   });
 }
+
+namespace {
+// the GEMM matcher takes gelu(true) into a library epilogue by matching this graph; registered as
+// the program starts, by the file that defines gelu
+[[maybe_unused]] const bool gelu_registered =
+    (schedule::set_gelu_graph([](const ir::NodeRef& x) { return Tensor(x).gelu(true).node(); }), true);
+}  // namespace
+
 Tensor Tensor::elu(double alpha) const {
   return fmath(*this, [&](const Tensor& x) {
     return where(x > 0.0, x, expm1_impl(kiln::minimum(x, zeros_like(x))) * alpha);

@@ -1,13 +1,14 @@
 // Tensor-graph rewrite passes (see graph_rewrite.h).
 #include "ir/graph_rewrite.h"
 
+#include <atomic>
 #include <cmath>
 #include <iostream>
 #include <iterator>
 
-#include "frontend/attention.h"
+#include "ir/scalar_alu.h"
 #include "kiln/debug.h"
-#include "runtime/interpreter.h"
+#include "kiln/error.h"
 
 namespace kiln::ir {
 
@@ -19,16 +20,16 @@ bool all_const(const NodeRef& n) {
   return !n->src.empty();
 }
 
-NodeRef scalar_const(const NodeRef& n) { return make(Op::CONST, n->dtype, {}, {}, n->arg, n->fval); }
-
 bool realized(const NodeRef& n) { return n->op == Op::BUFFER || n->buffer; }
+
+std::atomic<Lowering> attention_lowering{nullptr};
 
 }  // namespace
 
 const RuleSet& fold_constants_rules() {
   static const RuleSet rules = [] {
     RuleSet r("fold_constants");
-    // an elementwise op of constants is a constant: evaluate it once on scalars with the oracle
+    // an elementwise op of constants is a constant: evaluated once by the interpreter's scalar ALU
     Rule fold = [](const NodeRef& n) -> NodeRef {
       if (!all_const(n) || realized(n) || n->op == Op::BITCAST) return nullptr;
       // x * recip(c) renders as the division x / c; keep it unless 1/c is exact (c a power of two)
@@ -36,11 +37,19 @@ const RuleSet& fold_constants_rules() {
         int e;
         if (std::frexp(n->src[0]->fval, &e) != 0.5) return nullptr;
       }
-      std::vector<NodeRef> src;
-      for (auto& s : n->src) src.push_back(scalar_const(s));
-      ref::Array a = ref::evaluate(make(n->op, n->dtype, {}, src, n->arg, n->fval), false);
-      if (is_float(n->dtype)) return const_float(a.f[0], n->dtype, n->shape);
-      return const_int(a.i[0], n->dtype, n->shape);
+      std::vector<DType> types;
+      std::vector<Scalar> src;
+      for (auto& s : n->src) {
+        types.push_back(s->dtype);
+        src.push_back(is_float(s->dtype) ? Scalar{s->dtype, s->fval, 0}
+                                         : Scalar{s->dtype, 0, wrap_int(s->ival(), s->dtype)});
+      }
+      Scalar v;
+      const char* why = alu_type_error(n->op, n->dtype, types);
+      if (!why) why = eval_alu(n->op, n->dtype, src, v);
+      if (why) throw Error(std::string("constant folding: ") + why + " in " + n->str());
+      if (is_float(n->dtype)) return const_float(v.f, n->dtype, n->shape);
+      return const_int(v.i, n->dtype, n->shape);
     };
     for (int op = 0; op < static_cast<int>(Op::COUNT_); op++)
       if (is_elementwise(static_cast<Op>(op))) r.on(static_cast<Op>(op), fold);
@@ -114,7 +123,10 @@ const RuleSet& movement_rules() {
     // attention that no kernel computes is its composite: lowered here, in the first pass, so the
     // passes after see its matmuls, and again wherever a later movement pass uncovers attention
     // below a realized view
-    r.on(Op::ATTENTION, frontend::lower_attention);
+    r.on(Op::ATTENTION, [](const NodeRef& n) -> NodeRef {
+      Lowering lower = attention_lowering.load();
+      return lower ? lower(n) : nullptr;
+    });
     // DETACH only matters to autograd, which has run by now
     r.on(Op::DETACH, [](const NodeRef& n) -> NodeRef { return n->src[0]; });
     // contiguous() of a buffer is the buffer itself (buffers are contiguous)
@@ -129,6 +141,8 @@ const RuleSet& movement_rules() {
   }();
   return rules;
 }
+
+void set_attention_lowering(Lowering lower) { attention_lowering.store(lower); }
 
 std::vector<NodeRef> rewrite_graph(const std::vector<NodeRef>& roots) {
   std::vector<NodeRef> cur = roots;

@@ -15,6 +15,12 @@ const RuleSet& algebraic_rules();  // x*1, x+0, x*0 (exact cases), cast to own d
 // where no kernel computes it
 const RuleSet& movement_rules();
 
+// The rule that puts its composite of primitive ops in place of an ATTENTION node no kernel
+// computes (nullptr: a kernel does). The frontend, which defines the composite, registers it; ir
+// includes nothing above it. Until then ATTENTION nodes stay as they are.
+using Lowering = NodeRef (*)(const NodeRef&);
+void set_attention_lowering(Lowering lower);
+
 std::vector<NodeRef> rewrite_graph(const std::vector<NodeRef>& roots);
 
 }  // namespace kiln::ir

@@ -13,6 +13,16 @@
 #include "kiln/device.h"
 #include "kiln/error.h"
 
+namespace kiln {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + (s.size() == 1 ? ",)" : ")");
+}
+
+}  // namespace kiln
+
 namespace kiln::ir {
 
 namespace {

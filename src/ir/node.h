@@ -13,7 +13,9 @@
 
 namespace kiln {
 struct Buffer;
-}
+// "(2, 3)": declared for users in kiln/tensor.h, defined in ir so every layer prints shapes alike
+std::string shape_str(const std::vector<int64_t>& s);
+}  // namespace kiln
 
 namespace kiln::ir {
 

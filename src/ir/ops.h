@@ -52,8 +52,8 @@ enum class Op : uint8_t {
   EXTERNAL,
   // scaled dot-product attention softmax(q k^T * scale (+ causal mask)) v, sources q, k, v (batch dims
   // equal), arg {causal}, fval = scale. Where no attention kernel runs it, graph rewrites replace it
-  // with its composite (frontend/attention.h); in a kernel AST, the kernel's one op (see
-  // schedule/attention_layout.h)
+  // with its composite (frontend/attention.h); in a kernel AST, the kernel's one op, its layout
+  // in args (ir/attention_layout.h, schedule/attention_layout.h)
   ATTENTION,
   // kernel level
   DEFINE_GLOBAL,

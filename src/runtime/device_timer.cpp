@@ -2,33 +2,23 @@
 #include "kiln/device.h"
 #include "kiln/error.h"
 #include "runtime/cuda/context.h"
+#include "runtime/cuda/timer_events.h"
 
 namespace kiln {
 
 DeviceTimer::DeviceTimer(Device d) : device_(d) {
-  if (!d.is_cuda()) return;
-  const runtime::cuda::Context& c = runtime::cuda::context(d.index);
-  runtime::cuda::check(c.api->cuEventCreate(&start_event_, 0), "cuEventCreate");
-  if (int rc = c.api->cuEventCreate(&stop_event_, 0)) {
-    c.api->cuEventDestroy(start_event_);
-    runtime::cuda::check(rc, "cuEventCreate");
-  }
+  if (d.is_cuda()) runtime::cuda::create_timer_events(d.index, start_event_, stop_event_);
 }
 
 DeviceTimer::~DeviceTimer() {
-  if (!device_.is_cuda()) return;
-  const runtime::cuda::Context& c = runtime::cuda::context(device_.index);
-  c.api->cuEventDestroy(start_event_);
-  c.api->cuEventDestroy(stop_event_);
+  if (device_.is_cuda()) runtime::cuda::destroy_timer_events(device_.index, start_event_, stop_event_);
 }
 
 void DeviceTimer::start() {
-  if (device_.is_cuda()) {
-    const runtime::cuda::Context& c = runtime::cuda::context(device_.index);
-    runtime::cuda::check(c.api->cuEventRecord(start_event_, c.stream), "cuEventRecord");
-  } else {
+  if (device_.is_cuda())
+    runtime::cuda::record_timer_start(device_.index, start_event_);
+  else
     t0_ = std::chrono::steady_clock::now();
-  }
   started_ = true;
 }
 
@@ -37,11 +27,7 @@ double DeviceTimer::stop_ms() {
   started_ = false;
   if (!device_.is_cuda())
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
-  const runtime::cuda::Context& c = runtime::cuda::context(device_.index);
-  runtime::cuda::check(c.api->cuEventRecord(stop_event_, c.stream), "cuEventRecord");
-  runtime::cuda::check(c.api->cuEventSynchronize(stop_event_), "cuEventSynchronize");
-  float ms = 0;
-  runtime::cuda::check(c.api->cuEventElapsedTime(&ms, start_event_, stop_event_), "cuEventElapsedTime");
+  float ms = runtime::cuda::timer_elapsed_ms(device_.index, start_event_, stop_event_);
   runtime::cuda::finish_queued(device_.index);  // a failed launch in the timed work is reported here
   return ms;
 }

@@ -3,14 +3,13 @@
 #include "runtime/interpreter.h"
 
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/scalar_alu.h"
 #include "kiln/error.h"
 #include "runtime/buffer.h"
 
@@ -27,8 +26,6 @@ int64_t Array::numel() const {
 }
 
 namespace {
-
-uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
 
 std::string shape_str(const Shape& s) {
   std::ostringstream os;
@@ -51,101 +48,23 @@ std::string shape_str(const Shape& s) {
   throw Error(os.str());
 }
 
-// Wraps an integer to the width of t (two's complement; unsigned types to their range; bool to 0/1).
-int64_t wrap(int64_t v, DType t) {
-  switch (t) {
-    case DType::Bool: return v != 0;
-    case DType::U8: return static_cast<uint8_t>(v);
-    case DType::I8: return static_cast<int8_t>(v);
-    case DType::I16: return static_cast<int16_t>(v);
-    case DType::I32: return static_cast<int32_t>(v);
-    case DType::U32: return static_cast<uint32_t>(v);
-    default: return v;  // i64, u64 (bits)
-  }
+using ir::int_to_double;
+using ir::round_to;
+int64_t wrap(int64_t v, DType t) { return ir::wrap_int(v, t); }
+
+ir::Scalar element(const Array& a, int64_t k) {
+  return is_float(a.dtype) ? ir::Scalar{a.dtype, a.f[k], 0} : ir::Scalar{a.dtype, 0, a.i[k]};
 }
 
-double int_to_double(int64_t v, DType t) {
-  return t == DType::U64 ? static_cast<double>(u(v)) : static_cast<double>(v);
-}
-
-// double -> float with IEEE round-to-nearest-even, overflowing to inf (no UB for huge values).
-float to_f32(double v) {
-  if (std::isfinite(v) && std::fabs(v) > FLT_MAX) {
-    const double limit = static_cast<double>(FLT_MAX) + std::ldexp(1.0, 103);  // FLT_MAX + half ulp
-    float m = std::fabs(v) >= limit ? std::numeric_limits<float>::infinity() : FLT_MAX;
-    return v < 0 ? -m : m;
-  }
-  return static_cast<float>(v);
-}
-
-// Rounds a double to the precision of float dtype t.
-double round_to(double v, DType t) {
-  switch (t) {
-    case DType::F32: return to_f32(v);
-    case DType::F16: return half_to_float(float_to_half(to_f32(v)));
-    case DType::BF16: return bf16_to_float(float_to_bf16(to_f32(v)));
-    default: return v;
-  }
-}
-
-// float -> integer/bool conversion: truncation toward zero, NaN/inf -> 0, ->bool is != 0.
-int64_t float_to_int(double v, DType t) {
-  if (t == DType::Bool) return v != 0;
-  if (!std::isfinite(v)) return 0;
-  double tr = std::trunc(v);
-  const double two63 = 9223372036854775808.0;
-  if (tr >= -two63 && tr < two63) return wrap(static_cast<int64_t>(tr), t);
-  if (t == DType::U64 && tr >= two63 && tr < 2 * two63)
-    return static_cast<int64_t>(static_cast<uint64_t>(tr));
-  return 0;  // out of range of every integer type: defined as 0 here
-}
-
-// CAST of element k of a to dtype `to`, written to out[k].
+// CAST of element k of a to out's dtype, written to out[k].
 void cast_elem(const Array& a, int64_t k, Array& out) {
-  if (is_float(out.dtype)) {
-    double v = is_float(a.dtype) ? a.f[k] : int_to_double(a.i[k], a.dtype);
-    out.f[k] = round_to(v, out.dtype);
-  } else {
-    out.i[k] = is_float(a.dtype) ? float_to_int(a.f[k], out.dtype) : wrap(a.i[k], out.dtype);
-  }
-}
-
-uint64_t bits_of(const Array& a, int64_t k) {
-  switch (a.dtype) {
-    case DType::F64: {
-      uint64_t b;
-      std::memcpy(&b, &a.f[k], 8);
-      return b;
-    }
-    case DType::F32: {
-      float x = to_f32(a.f[k]);
-      uint32_t b;
-      std::memcpy(&b, &x, 4);
-      return b;
-    }
-    case DType::F16: return float_to_half(to_f32(a.f[k]));
-    case DType::BF16: return float_to_bf16(to_f32(a.f[k]));
-    default: {
-      int bits = dtype_size(a.dtype) * 8;
-      return bits == 64 ? u(a.i[k]) : u(a.i[k]) & ((uint64_t{1} << bits) - 1);
-    }
-  }
-}
-
-void from_bits(uint64_t b, int64_t k, Array& out) {
-  switch (out.dtype) {
-    case DType::F64: std::memcpy(&out.f[k], &b, 8); return;
-    case DType::F32: {
-      uint32_t b32 = static_cast<uint32_t>(b);
-      float x;
-      std::memcpy(&x, &b32, 4);
-      out.f[k] = x;
-      return;
-    }
-    case DType::F16: out.f[k] = half_to_float(static_cast<uint16_t>(b)); return;
-    case DType::BF16: out.f[k] = bf16_to_float(static_cast<uint16_t>(b)); return;
-    default: out.i[k] = wrap(static_cast<int64_t>(b), out.dtype); return;
-  }
+  ir::Scalar r;
+  ir::Scalar x = element(a, k);
+  ir::eval_alu(Op::CAST, out.dtype, {&x, 1}, r);
+  if (is_float(out.dtype))
+    out.f[k] = r.f;
+  else
+    out.i[k] = r.i;
 }
 
 Array make_array(const Shape& shape, DType t) {
@@ -315,27 +234,19 @@ Array eval_reduce(const Node& n, const Array& in) {
   auto ost = strides_of(out_shape);
   std::vector<int64_t> idx(in.shape.size(), 0);
   const int64_t nin = in.numel();
-  int64_t o = 0;  // output flat index of idx
+  int64_t o = 0;       // output flat index of idx
+  ir::Scalar x[2], r;  // the accumulator and the next value, combined by the scalar ALU
   for (int64_t k = 0; k < nin; k++) {
     if (fl) {
-      double& acc = out.f[o];
-      double v = in.f[k];
-      if (rop == Op::ADD)
-        acc += v;
-      else if (rop == Op::MUL)
-        acc *= v;
-      else
-        acc =
-            (std::isnan(acc) || std::isnan(v)) ? std::numeric_limits<double>::quiet_NaN() : std::max(acc, v);
+      x[0] = {t, out.f[o], 0};
+      x[1] = {t, in.f[k], 0};
+      ir::eval_alu(rop, t, x, r);
+      out.f[o] = r.f;
     } else {
-      int64_t& acc = out.i[o];
-      int64_t v = wrap(in.i[k], t);
-      if (rop == Op::ADD)
-        acc = wrap(static_cast<int64_t>(u(acc) + u(v)), t);
-      else if (rop == Op::MUL)
-        acc = wrap(static_cast<int64_t>(u(acc) * u(v)), t);
-      else if (t == DType::U64 ? u(v) > u(acc) : v > acc)
-        acc = v;
+      x[0] = {t, 0, out.i[o]};
+      x[1] = {t, 0, wrap(in.i[k], t)};
+      ir::eval_alu(rop, t, x, r);
+      out.i[o] = r.i;
     }
     for (size_t d = idx.size(); d-- > 0;) {
       if (!reduced[d]) o += ost[d];
@@ -421,131 +332,31 @@ Array eval_movement(const Node& n, const Array& in) {
   }
 }
 
-double float_unary(const Node& n, double x) {
-  switch (n.op) {
-    case Op::EXP2: return std::exp2(x);
-    case Op::LOG2: return std::log2(x);
-    case Op::SIN: return std::sin(x);
-    case Op::SQRT: return std::sqrt(x);
-    case Op::RECIP: return 1.0 / x;
-    case Op::TRUNC: return std::trunc(x);
-    default: fail(n, "unsupported unary op");
-  }
-}
-
-double float_binary(const Node& n, double a, double b) {
-  switch (n.op) {
-    case Op::ADD: return a + b;
-    case Op::MUL: return a * b;
-    case Op::MAX:
-      return (std::isnan(a) || std::isnan(b)) ? std::numeric_limits<double>::quiet_NaN() : std::max(a, b);
-    case Op::CMPLT: return a < b;
-    case Op::CMPNE: return a != b;
-    default: fail(n, "op not defined on floats");
-  }
-}
-
-// Integer binary op on values of dtype st, result wrapped to dtype t.
-int64_t int_binary(const Node& n, int64_t a, int64_t b, DType st, DType t) {
-  const bool u64 = st == DType::U64;
-  switch (n.op) {
-    case Op::ADD: return wrap(static_cast<int64_t>(u(a) + u(b)), t);
-    case Op::MUL: return wrap(static_cast<int64_t>(u(a) * u(b)), t);
-    case Op::MAX: return (u64 ? u(a) > u(b) : a > b) ? a : b;
-    case Op::IDIV:
-      if (b == 0) return 0;
-      if (u64) return static_cast<int64_t>(u(a) / u(b));
-      if (a == INT64_MIN && b == -1) return wrap(INT64_MIN, t);
-      return wrap(a / b, t);
-    case Op::MOD:
-      if (b == 0) return 0;
-      if (u64) return static_cast<int64_t>(u(a) % u(b));
-      if (b == -1) return 0;
-      return wrap(a % b, t);
-    case Op::CMPLT: return u64 ? u(a) < u(b) : a < b;
-    case Op::CMPNE: return a != b;
-    case Op::AND: return wrap(a & b, t);
-    case Op::OR: return wrap(a | b, t);
-    case Op::XOR: return wrap(a ^ b, t);
-    case Op::SHL:
-    case Op::SHR: {
-      if (st == DType::Bool) fail(n, "shift of bool");
-      unsigned c = static_cast<unsigned>(u(b) % static_cast<uint64_t>(dtype_size(st) * 8));
-      if (n.op == Op::SHL) return wrap(static_cast<int64_t>(u(a) << c), t);
-      return wrap(u64 ? static_cast<int64_t>(u(a) >> c) : a >> c, t);  // arithmetic for signed types
-    }
-    default: fail(n, "unsupported binary op");
-  }
-}
-
+// Every element through the scalar ALU that constant folding uses too (ir/scalar_alu.h).
 Array eval_elementwise(const Node& n, const std::vector<const Array*>& s) {
   const size_t want = is_unary(n.op) ? 1 : is_binary(n.op) ? 2 : 3;
   if (s.size() != want) fail(n, "wrong number of sources");
-  for (auto* a : s)
+  std::vector<DType> types;
+  for (auto* a : s) {
     if (a->shape != n.shape)
       fail(n, "elementwise source of shape " + shape_str(a->shape) + " (no implicit broadcast)");
+    types.push_back(a->dtype);
+  }
+  if (const char* why = ir::alu_type_error(n.op, n.dtype, types)) fail(n, why);
   Array out = make_array(n.shape, n.dtype);
   const int64_t ne = out.numel();
   const bool fl = is_float(n.dtype);
-  if (n.op == Op::CAST) {
-    for (int64_t k = 0; k < ne; k++) cast_elem(*s[0], k, out);
-    return out;
+  std::vector<ir::Scalar> x(s.size());
+  ir::Scalar r;
+  for (int64_t k = 0; k < ne; k++) {
+    for (size_t j = 0; j < s.size(); j++) x[j] = element(*s[j], k);
+    if (const char* why = ir::eval_alu(n.op, n.dtype, x, r)) fail(n, why);
+    if (fl)
+      out.f[k] = r.f;
+    else
+      out.i[k] = r.i;
   }
-  if (n.op == Op::BITCAST) {
-    if (dtype_size(s[0]->dtype) != dtype_size(n.dtype)) fail(n, "BITCAST between types of different sizes");
-    for (int64_t k = 0; k < ne; k++) from_bits(bits_of(*s[0], k), k, out);
-    return out;
-  }
-  if (is_unary(n.op)) {
-    if (s[0]->dtype != n.dtype) fail(n, "unary source dtype differs from the result");
-    if (fl) {
-      for (int64_t k = 0; k < ne; k++) out.f[k] = float_unary(n, s[0]->f[k]);
-    } else {
-      if (n.op != Op::TRUNC) fail(n, "op needs a float dtype");
-      out.i = s[0]->i;
-    }
-    return out;
-  }
-  if (is_binary(n.op)) {
-    const Array &a = *s[0], &b = *s[1];
-    if (a.dtype != b.dtype) fail(n, "binary sources of different dtypes");
-    if (ir::is_comparison(n.op) ? n.dtype != DType::Bool : n.dtype != a.dtype)
-      fail(n, "binary result dtype does not match its sources");
-    if (is_float(a.dtype)) {
-      if (ir::is_comparison(n.op)) {
-        for (int64_t k = 0; k < ne; k++) out.i[k] = static_cast<int64_t>(float_binary(n, a.f[k], b.f[k]));
-      } else {
-        for (int64_t k = 0; k < ne; k++) out.f[k] = float_binary(n, a.f[k], b.f[k]);
-      }
-    } else {
-      for (int64_t k = 0; k < ne; k++) out.i[k] = int_binary(n, a.i[k], b.i[k], a.dtype, n.dtype);
-    }
-    return out;
-  }
-  if (n.op == Op::WHERE) {
-    if (s[0]->dtype != DType::Bool || s[1]->dtype != n.dtype || s[2]->dtype != n.dtype)
-      fail(n, "WHERE needs (bool, T, T) -> T");
-    for (int64_t k = 0; k < ne; k++) {
-      const Array& pick = s[0]->i[k] ? *s[1] : *s[2];
-      if (fl)
-        out.f[k] = pick.f[k];
-      else
-        out.i[k] = pick.i[k];
-    }
-    return out;
-  }
-  if (n.op == Op::MULACC) {
-    for (auto* a : s)
-      if (a->dtype != n.dtype) fail(n, "MULACC sources must have the result dtype");
-    for (int64_t k = 0; k < ne; k++) {
-      if (fl)
-        out.f[k] = s[0]->f[k] * s[1]->f[k] + s[2]->f[k];
-      else
-        out.i[k] = wrap(static_cast<int64_t>(u(s[0]->i[k]) * u(s[1]->i[k]) + u(s[2]->i[k])), n.dtype);
-    }
-    return out;
-  }
-  fail(n, "unsupported elementwise op");
+  return out;
 }
 
 Array eval_node(const Node& n, const std::vector<const Array*>& s) {

@@ -13,7 +13,6 @@
 #include "ir/graph_rewrite.h"
 #include "kiln/debug.h"
 #include "kiln/error.h"
-#include "kiln/tensor.h"
 #include "runtime/arena.h"
 #include "runtime/buffer.h"
 #include "runtime/cuda/context.h"

@@ -9,7 +9,6 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
-#include "kiln/tensor.h"
 #include "runtime/file_util.h"
 
 namespace kiln::runtime::viz {

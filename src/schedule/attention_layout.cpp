@@ -90,36 +90,9 @@ bool attention_reads(const StridedView& v) {
   return true;
 }
 
-std::vector<int64_t> AttentionLayout::args() const {
-  std::vector<int64_t> a{causal ? 1 : 0, tq, tk, d, static_cast<int64_t>(batch.size())};
-  a.insert(a.end(), batch.begin(), batch.end());
-  for (const Operand* o : {&q, &k, &v}) {
-    a.insert(a.end(), {o->offset, o->row_stride});
-    a.insert(a.end(), o->batch_strides.begin(), o->batch_strides.end());
-  }
-  return a;
-}
-
-AttentionLayout AttentionLayout::from_args(const std::vector<int64_t>& a) {
-  AttentionLayout l;
-  size_t i = 0;
-  l.causal = a.at(i++) != 0;
-  l.tq = a.at(i++);
-  l.tk = a.at(i++);
-  l.d = a.at(i++);
-  size_t rank = static_cast<size_t>(a.at(i++));
-  for (size_t j = 0; j < rank; j++) l.batch.push_back(a.at(i++));
-  for (Operand* o : {&l.q, &l.k, &l.v}) {
-    o->offset = a.at(i++);
-    o->row_stride = a.at(i++);
-    for (size_t j = 0; j < rank; j++) o->batch_strides.push_back(a.at(i++));
-  }
-  return l;
-}
-
 NodeRef attention_ast(const NodeRef& n, const std::function<bool(const NodeRef&)>& stop,
                       std::vector<NodeRef>& bases) {
-  AttentionLayout l;
+  ir::AttentionLayout l;
   size_t r = n->shape.size();
   l.causal = n->arg.at(0) != 0;
   l.tq = n->shape[r - 2];
@@ -127,7 +100,7 @@ NodeRef attention_ast(const NodeRef& n, const std::function<bool(const NodeRef&)
   l.d = n->src[0]->shape[r - 1];
   l.batch.assign(n->shape.begin(), n->shape.end() - 2);
   std::vector<NodeRef> globals;
-  AttentionLayout::Operand* ops[] = {&l.q, &l.k, &l.v};
+  ir::AttentionLayout::Operand* ops[] = {&l.q, &l.k, &l.v};
   for (size_t i = 0; i < 3; i++) {
     auto v = strided_view(n->src[i], stop);
     if (!v || !attention_reads(*v))

@@ -1,14 +1,15 @@
 // The attention kernel in a schedule: an ATTENTION node is a kernel of its own that reads q, k and v
 // where they lie in memory, as strided views (offset, a stride per dim) of realized buffers, such
 // as the heads of a fused qkv projection transposed to (B, H, T, D). Its kernel AST is
-// SINK(ATTENTION(DEFINE_GLOBAL q, DEFINE_GLOBAL k, DEFINE_GLOBAL v)) with the layout below as args
-// and the scale as fval; the output (DEFINE_GLOBAL 0) is contiguous.
+// SINK(ATTENTION(DEFINE_GLOBAL q, DEFINE_GLOBAL k, DEFINE_GLOBAL v)) with its layout
+// (ir/attention_layout.h) as args and the scale as fval; the output (DEFINE_GLOBAL 0) is contiguous.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <vector>
 
+#include "ir/attention_layout.h"
 #include "ir/node.h"
 
 namespace kiln::schedule {
@@ -28,20 +29,6 @@ std::optional<StridedView> strided_view(const ir::NodeRef& n,
 // Whether the attention kernel reads such a view of a q, k or v (..., T, D) as it is: D contiguous,
 // every row 16-byte aligned.
 bool attention_reads(const StridedView& v);
-
-struct AttentionLayout {
-  struct Operand {
-    int64_t offset = 0, row_stride = 0;
-    std::vector<int64_t> batch_strides;
-  };
-  bool causal = false;
-  int64_t tq = 0, tk = 0, d = 0;
-  std::vector<int64_t> batch;  // batch dims of q, k, v and the output (equal)
-  Operand q, k, v;
-
-  std::vector<int64_t> args() const;
-  static AttentionLayout from_args(const std::vector<int64_t>& args);
-};
 
 // The kernel AST of the attention node n whose q, k and v are views of `bases` (global i + 1 reads
 // bases[i]), and the bases; `stop` as in strided_view.

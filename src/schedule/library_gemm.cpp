@@ -20,7 +20,7 @@ using ir::Node;
 using ir::NodeRef;
 using ir::Op;
 
-bool worth_library_gemm(const runtime::cuda::GemmDesc& d) {
+bool worth_library_gemm(const GemmDesc& d) {
   return d.m >= 64 && d.n >= 64 && d.k >= 64 &&
          static_cast<double>(d.batch) * static_cast<double>(d.m) * static_cast<double>(d.n) *
                  static_cast<double>(d.k) >=

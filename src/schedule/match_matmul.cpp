@@ -2,20 +2,19 @@
 #include "schedule/match_matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <set>
 #include <utility>
 #include <vector>
 
 #include "ir/graph_rewrite.h"
-#include "kiln/tensor.h"
+#include "kiln/device.h"
 
 namespace kiln::schedule {
 
 using ir::NodeRef;
 using ir::Op;
-using runtime::cuda::GemmDesc;
-using runtime::cuda::GemmEpilogue;
 
 namespace {
 
@@ -71,19 +70,23 @@ struct GeluTemplate {
   NodeRef expr, input;
 };
 
-const GeluTemplate& gelu_template() {
-  static const GeluTemplate t = [] {
+std::atomic<GeluGraph> gelu_graph{nullptr};
+
+// nullptr until the frontend registers gelu's graph
+const GeluTemplate* gelu_template() {
+  GeluGraph build = gelu_graph.load();
+  if (!build) return nullptr;
+  static const GeluTemplate t = [build] {
     // a stand-in buffer (id -1 is never a real buffer's)
-    Tensor x(ir::make(Op::BUFFER, DType::F32, {2}, {}, {-1, Device::cpu().code()}));
-    Tensor y = x.gelu(true);
-    Schedule s = make_schedule(ir::rewrite_graph({y.node()}));
+    NodeRef x = ir::make(Op::BUFFER, DType::F32, {2}, {}, {-1, Device::cpu().code()});
+    Schedule s = make_schedule(ir::rewrite_graph({build(x)}));
     const NodeRef& store = s.kernels.at(0).ast->src.at(0);
     GeluTemplate g{store->src[2], nullptr};
     for (auto& n : ir::toposort({g.expr}))
       if (n->op == Op::LOAD) g.input = n;
     return g;
   }();
-  return t;
+  return &t;
 }
 
 // Whether `v` is the template with its input replaced by one expression (bound into `x`).
@@ -106,10 +109,11 @@ bool unify(const NodeRef& t, const NodeRef& v, const NodeRef& input, NodeRef& x,
 
 // gelu(x) -> x, else nullptr
 NodeRef gelu_input(const NodeRef& v) {
-  const GeluTemplate& g = gelu_template();
+  const GeluTemplate* g = gelu_template();
+  if (!g) return nullptr;
   NodeRef x;
   std::set<std::pair<const ir::Node*, const ir::Node*>> done;
-  return unify(g.expr, v, g.input, x, done) ? x : nullptr;
+  return unify(g->expr, v, g->input, x, done) ? x : nullptr;
 }
 
 bool plain_load(const NodeRef& n) { return n->op == Op::LOAD && n->src.size() == 2; }
@@ -203,6 +207,8 @@ std::optional<GemmDesc> layout(const Operand& a, const Operand& b, const Linear&
 }
 
 }  // namespace
+
+void set_gelu_graph(GeluGraph build) { gelu_graph.store(build); }
 
 std::optional<MatchedMatmul> match_matmul(const Kernel& k) {
   const NodeRef& sink = k.ast;

@@ -15,23 +15,29 @@
 #include <cstdint>
 #include <optional>
 
-#include "runtime/cuda/gemm_desc.h"
+#include "schedule/gemm_desc.h"
 #include "schedule/schedule.h"
 
 namespace kiln::schedule {
 
 struct MatchedMatmul {
-  runtime::cuda::GemmDesc desc;  // allow_tf32 is left false: the caller decides
+  GemmDesc desc;  // allow_tf32 is left false: the caller decides
   // Which of Kernel::inputs hold A, B and the bias (-1: no bias), and the element offset of each
   // operand's first element in its buffer (views such as slices start inside a buffer).
   int a_input = -1, b_input = -1, bias_input = -1;
   int64_t a_offset = 0, b_offset = 0, bias_offset = 0;
 };
 
+// Builds the tensor graph of Tensor::gelu(true) on the f32 node x: the epilogue template matched
+// against kernels. The frontend, which defines gelu, registers it (schedule includes nothing above
+// it); until then no epilogue is taken for a gelu.
+using GeluGraph = ir::NodeRef (*)(const ir::NodeRef& x);
+void set_gelu_graph(GeluGraph build);
+
 // The GEMM kernel k computes, or nullopt when it is anything else (elementwise, a reduction that is
 // not a matmul, a matmul with fused work a GEMM epilogue cannot express, several outputs ...).
 std::optional<MatchedMatmul> match_matmul(const Kernel& k);
 // Whether a matched GEMM is large enough for the library to beat the generated kernel.
-bool worth_library_gemm(const runtime::cuda::GemmDesc& d);
+bool worth_library_gemm(const GemmDesc& d);
 
 }  // namespace kiln::schedule

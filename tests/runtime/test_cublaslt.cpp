@@ -21,8 +21,10 @@
 using namespace kiln;
 using namespace kiln::testing;
 using runtime::cuda::ColumnMajorGemm;
-using runtime::cuda::GemmDesc;
-using runtime::cuda::GemmEpilogue;
+using runtime::cuda::gemm_unsupported;
+using runtime::cuda::to_column_major;
+using schedule::GemmDesc;
+using schedule::GemmEpilogue;
 
 namespace {
 

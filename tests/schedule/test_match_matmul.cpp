@@ -14,8 +14,8 @@
 
 using namespace kiln;
 using namespace kiln::testing;
-using runtime::cuda::GemmDesc;
-using runtime::cuda::GemmEpilogue;
+using schedule::GemmDesc;
+using schedule::GemmEpilogue;
 using schedule::MatchedMatmul;
 
 namespace {

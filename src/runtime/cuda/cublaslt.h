@@ -13,9 +13,13 @@
 #include <string>
 
 #include "runtime/cuda/api.h"
-#include "runtime/cuda/gemm_desc.h"
+#include "schedule/gemm_desc.h"
 
 namespace kiln::runtime::cuda {
+
+using schedule::GemmDesc;  // what the matcher found; the runner turns it into cuBLASLt calls
+using schedule::GemmDescHash;
+using schedule::GemmEpilogue;
 
 // Whether libcublasLt loads and has every entry point kiln uses (`why` says why not). Needs no GPU.
 bool cublaslt_available(std::string* why = nullptr);

@@ -1,7 +1,7 @@
 // What one (strided-batched) GEMM computes, in the row-major terms kiln's buffers use:
 //   C[b] = epilogue(A[b] x B[b] (+ bias)),  A[b]: M x K, B[b]: K x N, C[b]: M x N, f32 accumulation.
 // Plain data with no CUDA dependency: the matcher (schedule/match_matmul.h) fills it from a kernel
-// AST, the cuBLASLt runner (runtime/cuda/cublaslt.h) executes it.
+// AST, the cuBLASLt runner (runtime/cuda/cublaslt.h) builds its descriptors from it.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 #include "kiln/dtype.h"
 
-namespace kiln::runtime::cuda {
+namespace kiln::schedule {
 
 enum class GemmEpilogue : uint8_t {
   None,
@@ -54,4 +54,4 @@ struct GemmDescHash {
   }
 };
 
-}  // namespace kiln::runtime::cuda
+}  // namespace kiln::schedule
