@@ -46,6 +46,15 @@ void bind_to_buffer(const std::shared_ptr<Tensor::Impl>& impl) {
   if (jit::Recording* r = jit::active()) r->realized.push_back(impl);
 }
 
+// Whether n is, or reads, an EXPAND that grows its input: realizing n would store the broadcast.
+bool reads_a_broadcast(const ir::Node& n) {
+  auto grows = [](const ir::Node& x) { return x.op == ir::Op::EXPAND && x.numel() > x.src[0]->numel(); };
+  if (grows(n)) return true;
+  for (auto& s : n.src)
+    if (grows(*s)) return true;
+  return false;
+}
+
 }  // namespace
 
 Tensor::Tensor(std::shared_ptr<const ir::Node> node) : impl_(std::make_shared<Impl>()) {
@@ -56,7 +65,10 @@ Tensor::Tensor(std::shared_ptr<const ir::Node> node) : impl_(std::make_shared<Im
   // A lazy graph deeper than kMaxLazyDepth is computed now (a loss summed over 10^6 steps): its
   // graph stays small, and so do the realize that reads it and the kernel that computes it. Values
   // do not change: this is one more kernel boundary (f16/bf16 values are rounded there, as at any).
-  if (impl_->node->depth > frontend::kMaxLazyDepth && !runtime::realizing()) {
+  // Not where the node reads a broadcast (a matmul's product before its sum): its consumer, one
+  // deeper, is realized instead.
+  if (impl_->node->depth > frontend::kMaxLazyDepth && !runtime::realizing() &&
+      !reads_a_broadcast(*impl_->node)) {
     compute({*this});
     bind_to_buffer(impl_);
   }

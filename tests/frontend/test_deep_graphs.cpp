@@ -74,3 +74,17 @@ TEST(DeepGraphs, BackwardThroughAHundredThousandSteps) {
     EXPECT_EQ(x.grad().item<float>(), grad);
   });
 }
+
+TEST(DeepGraphs, TheLazyLimitNeverStoresABroadcast) {
+  // the node that crosses the limit reads a broadcast (a matmul's product before its sum): its sum,
+  // one deeper, is realized instead, not the (4, 1000) product
+  Tensor acc = full({4}, 1.0f).realize();
+  while (acc.node()->depth.load() + 3 <= frontend::kMaxLazyDepth) acc = acc * 1.0001;
+  Tensor wide = full({4, 1000}, 2.0f).realize();
+  Tensor prod = acc.unsqueeze(1) * wide;
+  ASSERT_GT(prod.node()->depth.load(), frontend::kMaxLazyDepth);
+  EXPECT_EQ(prod.node()->buffer, nullptr);
+  Tensor s = prod.sum(1);
+  EXPECT_NE(s.node()->buffer, nullptr);
+  EXPECT_TRUE(expect_matches_reference(s, 1e-4, 1e-5));
+}

@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "frontend/graph.h"
+
 using namespace kiln;
 
 namespace {
@@ -150,21 +152,23 @@ TEST(Jit, EarlierResultsKeepTheirValues) {
 }
 
 TEST(Jit, AChainDeeperThanTheLazyLimitIsReplayedWithTheRealizesItMakes) {
-  // 2500 steps of two nodes make a graph deeper than kMaxLazyDepth (1000): it is realized four times
-  // inside the function and once at its end, and the replay runs those kernels too
-  Jit f([](const std::vector<Tensor>& in) {
+  // steps of two nodes make a graph 4.5 times deeper than kMaxLazyDepth: it is realized four times
+  // inside the function and once at its end (each cut into kernels of bounded depth), and the replay
+  // runs those kernels too
+  const int steps = static_cast<int>(frontend::kMaxLazyDepth) * 9 / 4;
+  Jit f([&](const std::vector<Tensor>& in) {
     Tensor acc = in[0];
-    for (int i = 0; i < 2500; i++) acc = acc * 0.5 + in[0];
+    for (int i = 0; i < steps; i++) acc = acc * 0.5 + in[0];
     return std::vector<Tensor>{acc};
   });
   for (int call = 0; call < 4; call++) {
     float x = 1.0f + static_cast<float>(call) / 3;
     float want = x;
-    for (int i = 0; i < 2500; i++) want = want * 0.5f + x;
+    for (int i = 0; i < steps; i++) want = want * 0.5f + x;
     EXPECT_EQ(f({full({3}, x).realize()})[0].to_vector<float>(), std::vector<float>(3, want)) << call;
   }
   EXPECT_TRUE(f.captured());
-  EXPECT_EQ(f.num_launches(), 5u);
+  EXPECT_GE(f.num_launches(), 5u);
 }
 
 TEST(Jit, InputOfAnotherShapeOrDtypeIsAnError) {
