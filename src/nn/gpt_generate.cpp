@@ -46,14 +46,12 @@ std::vector<float> keep_thresholds(const std::vector<float>& logits, int64_t B, 
 Tensor GPTImpl::window_logits(const Tensor& idx, const Tensor& pad, const Tensor& cols,
                               std::vector<KVCache>* caches) const {
   int64_t B = idx.size(0), T = idx.size(1), Tk = caches ? caches->front().k.size(2) : T;
-  Tensor col = cols.reshape({1, T}), row_pad = pad.reshape({B, 1});
-  Tensor tokens = where(col < row_pad, Scalar(0), idx);  // padding reads token 0 (any value may be there)
-  Tensor pos = (col - row_pad).clamp(0.0);               // positions within each row
+  Tensor pos = (cols.reshape({1, T}) - pad.reshape({B, 1})).clamp(0.0);  // positions within each row
   // query t sees the keys up to its column that belong to its row; a padding column sees itself,
   // so no softmax row is empty
   Tensor j = arange(Tk).reshape({1, 1, 1, Tk}), c = cols.reshape({1, 1, T, 1}), p = pad.reshape({B, 1, 1, 1});
   Tensor mask = (j <= c) & ((j >= p) | (j == c));
-  Tensor x = drop(wte(tokens) + wpe(pos));
+  Tensor x = drop(wte(idx) + wpe(pos));
   for (size_t i = 0; i < h->size(); i++)
     x = h->at<TransformerBlockImpl>(i)->forward(x, mask, caches ? &(*caches)[i] : nullptr, cols);
   return ln_f(x.slice(1, T - 1, T)).matmul(wte->weight.t()).reshape({B, config_.vocab_size});
@@ -101,9 +99,14 @@ Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, const Gener
       rows[static_cast<size_t>(b)].assign(v.begin() + b * T0, v.begin() + (b + 1) * T0);
   }
   // the last W columns of every row, as a (B, W) tensor on the model's device
+  // (padding reads token 0, as any value may be there; a buffer from the host, so the embedding's
+  // one-hot sum folds into one indexed load, which it does not over an index computed in the graph)
   auto window = [&](int64_t W) {
     std::vector<int64_t> v;
-    for (auto& r : rows) v.insert(v.end(), r.end() - W, r.end());
+    for (size_t b = 0; b < rows.size(); b++)
+      for (int64_t t = static_cast<int64_t>(rows[b].size()) - W; t < static_cast<int64_t>(rows[b].size());
+           t++)
+        v.push_back(t < pad[b] ? 0 : rows[b][static_cast<size_t>(t)]);
     return on_device(v, {B, W}, dev);
   };
   const Tensor pad_t = on_device(pad, {B}, dev);

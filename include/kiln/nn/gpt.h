@@ -81,8 +81,9 @@ class GPTImpl : public Module {
   LayerNorm ln_f{nullptr};
 
  private:
-  // The last column's logits (B, V) of idx (B, T), whose rows are left-padded by pad ((B,) i64)
-  // and sit at window columns cols ((T,) i64); keys are idx's own, or with caches the cache's.
+  // The last column's logits (B, V) of tokens idx (B, T) (padding holding valid ids), whose rows
+  // are left-padded by pad ((B,) i64) and sit at window columns cols ((T,) i64); keys are idx's
+  // own, or with caches the cache's.
   Tensor window_logits(const Tensor& idx, const Tensor& pad, const Tensor& cols,
                        std::vector<KVCache>* caches) const;
   GPTConfig config_;
