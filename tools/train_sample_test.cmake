@@ -12,7 +12,7 @@ execute_process(COMMAND ${KILN} train --text ${WORK}/input.txt --steps 20 --out 
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "kiln train failed (${rc})")
 endif()
-execute_process(COMMAND ${KILN} sample --model ${WORK}/model --tokens 50 --seed 3 --top-k 5
+execute_process(COMMAND ${KILN} sample --model ${WORK}/model --tokens 50 --seed 3 --top-k 5 --top-p 0.9
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "kiln sample failed (${rc})")

@@ -221,7 +221,11 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
     // draws without replacement in order
     auto [seed, off] = g.take(rows * k);
     Tensor e = uniform_open0({rows, k}, seed, off, 0, probs.device()).log() * -1.0;
-    Tensor key = e / p;  // p == 0 gives inf: drawn last
+    Tensor key = where(p > 0.0, e / p, INFINITY);  // p == 0: drawn last (also when E == 0)
+    if (num_samples == 1) {  // the smallest key (the first of ties): O(k), where ranking is O(k^2)
+      out = key.argmin(1, true);
+      return probs.dim() == 1 ? out.squeeze(0) : out;
+    }
     Tensor ki = key.unsqueeze(2), kj = key.unsqueeze(1);
     Tensor before = (kj < ki) | ((kj == ki) & (cat.unsqueeze(0) < cat.unsqueeze(1)).unsqueeze(0));
     Tensor rank = before.to(DType::I64).sum(2);  // (rows, k)

@@ -1,4 +1,5 @@
-// nn::MultiheadAttention: q/k/v projections, per-head scaled dot products, optional causal mask.
+// nn::MultiheadAttention: q/k/v projections, per-head scaled dot products, optional causal mask,
+// and the masked self-attention that writes into a static key/value cache (decoding).
 #include <cmath>
 
 #include "kiln/functional.h"
@@ -46,6 +47,54 @@ Tensor MultiheadAttentionImpl::forward(const Tensor& x) const {
   auto heads = [&](const Tensor& t) { return t.reshape({B, T, H, D}).transpose(1, 2); };
   Tensor y =
       F::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), attention_options());
+  return out_proj(y.transpose(1, 2).reshape({B, T, E}));
+}
+
+namespace {
+
+// cache (B, H, max_len, D) with column cols[t] replaced by x[:, :, t] for every t of x (B, H, T, D).
+// One column is a where over the cache; several go through scatter (one-hot over the T columns).
+Tensor write_columns(const Tensor& cache, const Tensor& cols, const Tensor& x) {
+  int64_t T = x.size(2), max_len = cache.size(2);
+  if (T == 1) return where((arange(max_len) == cols).reshape({1, 1, max_len, 1}), x, cache);
+  return cache.scatter(2, cols.reshape({1, 1, T, 1}).expand(x.shape()), x);
+}
+
+}  // namespace
+
+Tensor MultiheadAttentionImpl::forward(const Tensor& x, const Tensor& mask, KVCache* cache,
+                                       const Tensor& cols) const {
+  detail::need_float("MultiheadAttention", x);
+  if (x.dim() != 3 || x.size(2) != embed_dim)
+    module_error("MultiheadAttention", "expected input of shape (B, T, " + std::to_string(embed_dim) +
+                                           "), got " + shape_str(x.shape()));
+  int64_t B = x.size(0), T = x.size(1), E = embed_dim, H = num_heads, D = E / H;
+  if (cache) {
+    for (const Tensor* c : {&cache->k, &cache->v})
+      if (!c->defined() || c->dim() != 4 || c->size(0) != B || c->size(1) != H || c->size(3) != D ||
+          c->size(2) < T)
+        module_error("MultiheadAttention",
+                     "expected cached keys and values of shape (" + std::to_string(B) + ", " +
+                         std::to_string(H) + ", max_len >= " + std::to_string(T) + ", " + std::to_string(D) +
+                         ") for input " + shape_str(x.shape()) + ", got " +
+                         (c->defined() ? shape_str(c->shape()) : "an undefined tensor"));
+    if (!cols.defined() || cols.shape() != Shape{T} || !is_int(cols.dtype()))
+      module_error("MultiheadAttention",
+                   "expected integer cache columns of shape (" + std::to_string(T) + "), got " +
+                       (cols.defined() ? to_string(cols.dtype()) + " " + shape_str(cols.shape()) : "none"));
+  }
+  auto qkv = in_proj(x).split(E, 2);
+  auto heads = [&](const Tensor& t) { return t.reshape({B, T, H, D}).transpose(1, 2); };
+  Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
+  if (cache) {
+    cache->k.assign_(write_columns(cache->k, cols, k));
+    cache->v.assign_(write_columns(cache->v, cols, v));
+    k = cache->k, v = cache->v;
+  }
+  F::AttentionOptions o = attention_options();
+  o.is_causal = false;
+  o.attn_mask = mask;
+  Tensor y = F::scaled_dot_product_attention(q, k, v, o);
   return out_proj(y.transpose(1, 2).reshape({B, T, E}));
 }
 

@@ -1,4 +1,4 @@
-// nn::GPT: GPT-2 forward, loss, initialization, parameter count and sampling.
+// nn::GPT: GPT-2 forward, loss, initialization and parameter count (sampling: gpt_generate.cpp).
 #include "kiln/nn/gpt.h"
 
 #include <cmath>
@@ -75,38 +75,6 @@ std::pair<Tensor, Tensor> GPTImpl::forward(const Tensor& idx, const Tensor& targ
   int64_t V = config_.vocab_size;
   Tensor loss = F::cross_entropy(logits.reshape({-1, V}), targets.reshape({-1}), std::nullopt, -1);
   return {logits, loss};
-}
-
-Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, double temperature,
-                         std::optional<int64_t> top_k, Generator* gen,
-                         const std::function<void(const Tensor&)>& on_token) const {
-  if (idx0.dim() != 2 || !is_int(idx0.dtype()) || idx0.size(1) == 0)
-    module_error("GPT", "generate: expected integer tokens of shape (B, T) with T >= 1, got " +
-                            to_string(idx0.dtype()) + " of shape " + shape_str(idx0.shape()));
-  if (max_new_tokens < 0)
-    module_error("GPT", "generate: max_new_tokens must be >= 0, got " + std::to_string(max_new_tokens));
-  if (!(temperature > 0))
-    module_error("GPT", "generate: temperature must be > 0, got " + std::to_string(temperature));
-  if (top_k && *top_k <= 0) module_error("GPT", "generate: top_k must be > 0, got " + std::to_string(*top_k));
-  NoGradGuard no_grad;
-  Generator& g = gen ? *gen : default_generator();
-  Tensor idx = idx0.to(DType::I64).contiguous().realize();
-  int64_t V = config_.vocab_size;
-  for (int64_t step = 0; step < max_new_tokens; step++) {
-    int64_t T = idx.size(1);
-    Tensor cond = T <= config_.block_size ? idx : idx.slice(1, T - config_.block_size, T);
-    Tensor logits = forward(cond).index({Slice(), -1, Slice()}) / temperature;  // (B, V)
-    if (top_k) {
-      int64_t k = std::min(*top_k, V);
-      Tensor kth = logits.topk(k, -1).first.slice(1, k - 1, k);
-      logits = logits.masked_fill(logits < kth, -INFINITY);
-    }
-    Tensor next = multinomial(logits.softmax(-1), 1, false, g);
-    if (on_token) next.realize();  // read by the caller and by the cat below
-    idx = cat({idx, next}, 1).contiguous().realize();
-    if (on_token) on_token(next);
-  }
-  return idx;
 }
 
 }  // namespace kiln::nn

@@ -15,12 +15,25 @@ TransformerBlockImpl::TransformerBlockImpl(int64_t n_embd, int64_t n_head, doubl
   drop = register_module("drop", Dropout(dropout));
 }
 
-Tensor TransformerBlockImpl::forward(const Tensor& x) const {
-  int64_t C = attn->embed_dim;
+namespace {
+void check_input(const TransformerBlockImpl& b, const Tensor& x) {
+  int64_t C = b.attn->embed_dim;
   if (x.dim() != 3 || x.size(2) != C)
     module_error("TransformerBlock",
                  "expected input of shape (B, T, " + std::to_string(C) + "), got " + shape_str(x.shape()));
+}
+}  // namespace
+
+Tensor TransformerBlockImpl::forward(const Tensor& x) const {
+  check_input(*this, x);
   Tensor h = x + drop(attn(ln1(x)));
+  return h + drop(proj(fc(ln2(h)).gelu(true)));
+}
+
+Tensor TransformerBlockImpl::forward(const Tensor& x, const Tensor& mask, KVCache* cache,
+                                     const Tensor& cols) const {
+  check_input(*this, x);
+  Tensor h = x + drop(attn->forward(ln1(x), mask, cache, cols));
   return h + drop(proj(fc(ln2(h)).gelu(true)));
 }
 

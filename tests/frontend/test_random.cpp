@@ -157,6 +157,14 @@ TEST(Random, Multinomial) {
   Generator a(1), b(1);
   EXPECT_EQ(multinomial(pf, 3, false, a).to_vector<double>(),
             multinomial(pf, 3, false, b).to_vector<double>());
+  // one draw (the smallest key, found in O(k)) is the first of a full draw (the keys ranked) with
+  // the same generator state, zero-probability categories never drawn
+  Tensor pz = tensor({0.0f, 1.0f, 0.0f, 3.0f, 2.0f, 0.0f}).unsqueeze(0).expand({500, 6});
+  Generator c(5), c2(5);
+  Tensor one = multinomial(pz, 1, false, c), all = multinomial(pz, 3, false, c2);
+  EXPECT_EQ(one.shape(), (Shape{500, 1}));
+  EXPECT_EQ(one.to_vector<int64_t>(), all.slice(1, 0, 1).to_vector<int64_t>());
+  for (int64_t v : one.to_vector<int64_t>()) EXPECT_TRUE(v == 1 || v == 3 || v == 4) << v;
 }
 
 TEST(Random, Dropout) {

@@ -19,9 +19,9 @@ const char* kUsage =
     "                                        train a character-level GPT on FILE (default: 500 steps or\n"
     "                                        5 minutes, whichever ends first; out dir kiln-model); saves\n"
     "                                        DIR/model.safetensors, DIR/vocab.txt and DIR/config.txt\n"
-    "  sample --model DIR [--tokens N] [--temperature T] [--top-k K] [--seed S] [--prompt TEXT]\n"
-    "                                        print N (default 200, at most 100000) sampled characters\n"
-    "                                        after TEXT, each as it is drawn\n"
+    "  sample --model DIR [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
+    "         [--prompt TEXT]                print N (default 200, at most 100000) sampled characters\n"
+    "                                        after TEXT, each as it is drawn (top-p in (0, 1])\n"
     "  --help                                this text\n";
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "kiln/nn/container.h"
 #include "kiln/nn/transformer.h"
@@ -22,6 +23,31 @@ struct GPTConfig {
   int64_t num_parameters() const;
 };
 
+// How GPT::generate draws tokens. Per step: the last logits are divided by temperature, tokens
+// outside the top_k largest and then outside the top_p nucleus are dropped, and one token per row is
+// drawn from the softmax of the rest with multinomial (generator, or the global generator).
+struct GenerateOptions {
+  double temperature = 1;
+  std::optional<int64_t> top_k = std::nullopt;  // keep the k largest logits (1: greedy)
+  // Keep the smallest set of most likely tokens whose probability (after top_k) sums to >= top_p,
+  // in (0, 1]; tokens tied with the least likely kept one are kept too.
+  std::optional<double> top_p = std::nullopt;
+  // A row that draws stop_token stops there: its later tokens are stop_token. Once every row has
+  // stopped, generation ends (no more on_token calls; the result is still padded to full length).
+  std::optional<int64_t> stop_token = std::nullopt;
+  // Prompts of different lengths: row b's prompt is its last prompt_lengths[b] tokens (left
+  // padding; the values before are ignored and returned unchanged). Empty: every row is a whole
+  // prompt. Each row then draws what it would draw alone (up to rounding).
+  std::vector<int64_t> prompt_lengths = {};
+  // Decode with a static key/value cache (one forward over the prompt, then one token per step
+  // at fixed shapes: no new kernels as the context grows). false: every step recomputes the whole
+  // context (the reference the cache is tested against).
+  bool use_cache = true;
+  Generator* generator = nullptr;
+  std::function<void(const Tensor&)> on_token = nullptr;   // each step's tokens (B, 1) i64, realized
+  std::function<void(const Tensor&)> on_logits = nullptr;  // each step's last logits (B, V), realized
+};
+
 // Parameters: wte.weight, wpe.weight, h.<i>.(ln1, attn.in_proj, attn.out_proj, ln2, fc, proj).*,
 // ln_f.*; the lm_head is wte.weight (the same Tensor, listed once). GPT-2 init: N(0, 0.02) for
 // Linear and Embedding weights, N(0, 0.02 / sqrt(2 n_layer)) for the residual projections
@@ -33,12 +59,16 @@ class GPTImpl : public Module {
   Tensor forward(const Tensor& idx) const;
   // -> (logits, mean cross entropy of logits against targets (B, T); targets equal to -1 are ignored)
   std::pair<Tensor, Tensor> forward(const Tensor& idx, const Tensor& targets) const;
-  // Appends max_new_tokens sampled tokens to idx (B, T): each step feeds the last block_size tokens,
-  // divides the last logits by temperature, keeps the top_k largest (if given), and draws from the
-  // softmax with multinomial (gen, or the global generator). Runs under NoGradGuard and realizes
-  // each step; the mode (train/eval) is the caller's. Returns (B, T + max_new_tokens) i64.
-  // `on_token`, if given, is called after each step with that step's tokens (B, 1), realized, so a
-  // caller can show them as they come.
+  // Appends max_new_tokens sampled tokens to idx (B, T) and returns (B, T + max_new_tokens) i64.
+  // Each token sees the last block_size tokens of its row (as forward on them would). With the
+  // cache (options.use_cache), a forward over the prompt (compiled once per prompt length) fills
+  // a cache of block_size columns per layer, then each step runs one token through the model at
+  // tensor-valued positions: the same kernels every step. Once a row's context passes block_size
+  // the window slides: each later step recomputes the whole (B, block_size) window (one more set
+  // of kernels, then fixed). Runs under NoGradGuard and realizes each step; the mode (train/eval)
+  // is the caller's. Sampling, stop tokens, padded prompts and streaming: GenerateOptions.
+  Tensor generate(const Tensor& idx, int64_t max_new_tokens, const GenerateOptions& options) const;
+  // generate with options {temperature, top_k, gen, on_token}.
   Tensor generate(const Tensor& idx, int64_t max_new_tokens, double temperature = 1,
                   std::optional<int64_t> top_k = std::nullopt, Generator* gen = nullptr,
                   const std::function<void(const Tensor&)>& on_token = nullptr) const;
@@ -51,6 +81,11 @@ class GPTImpl : public Module {
   LayerNorm ln_f{nullptr};
 
  private:
+  // The last column's logits (B, V) of tokens idx (B, T) (padding holding valid ids), whose rows
+  // are left-padded by pad ((B,) i64) and sit at window columns cols ((T,) i64); keys are idx's
+  // own, or with caches the cache's.
+  Tensor window_logits(const Tensor& idx, const Tensor& pad, const Tensor& cols,
+                       std::vector<KVCache>* caches) const;
   GPTConfig config_;
 };
 KILN_MODULE(GPT);

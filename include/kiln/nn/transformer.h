@@ -1,5 +1,5 @@
-// Attention and transformer layers: MultiheadAttention (batch-first, optional causal mask) and
-// TransformerBlock (the pre-LayerNorm GPT-2 block).
+// Attention and transformer layers: MultiheadAttention (batch-first, optional causal mask, an optional
+// static key/value cache for decoding) and TransformerBlock (the pre-LayerNorm GPT-2 block).
 #pragma once
 #include "kiln/functional.h"
 #include "kiln/nn/activation.h"
@@ -7,6 +7,15 @@
 #include "kiln/nn/norm.h"
 
 namespace kiln::nn {
+
+// One layer's static key/value cache for autoregressive decoding: k and v of shape
+// (B, num_heads, max_len, head_dim), allocated once. A step writes its new columns by assign_ (kiln
+// has no in-place stores: the step's kernels write the whole cache anew, the old column values
+// with the new ones put in by where), at columns given as tensor values, so shapes never change
+// and every decoding step runs the same compiled kernels.
+struct KVCache {
+  Tensor k, v;
+};
 
 // Scaled dot-product attention over num_heads heads of embed_dim / num_heads. in_proj is one
 // Linear(E, 3E) holding the q, k and v projections (rows [0, E), [E, 2E), [2E, 3E)); out_proj is
@@ -19,6 +28,11 @@ class MultiheadAttentionImpl : public Module {
   Tensor forward(const Tensor& x) const;  // self-attention: x (B, T, E) -> (B, T, E)
   // query (B, Tq, E), key and value (B, Tk, E) -> (B, Tq, E)
   Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value) const;
+  // Self-attention of x (B, T, E) under `mask` (bool, broadcasting to (B, num_heads, T, Tk); true:
+  // the key takes part; `causal` is not applied). Without a cache the keys are x's own (Tk = T).
+  // With one, x's keys and values are first written into the cache's columns `cols` ((T,) i64, a
+  // tensor: where they go is data, not shape) and the queries attend over all Tk = max_len columns.
+  Tensor forward(const Tensor& x, const Tensor& mask, KVCache* cache, const Tensor& cols) const;
   int64_t embed_dim, num_heads;
   bool causal;
   double dropout;
@@ -35,6 +49,8 @@ class TransformerBlockImpl : public Module {
  public:
   TransformerBlockImpl(int64_t n_embd, int64_t n_head, double dropout = 0, bool bias = true);
   Tensor forward(const Tensor& x) const;  // (B, T, C) -> (B, T, C)
+  // The same with the attention's mask and optional cache (MultiheadAttention's masked forward).
+  Tensor forward(const Tensor& x, const Tensor& mask, KVCache* cache, const Tensor& cols) const;
   LayerNorm ln1{nullptr};
   MultiheadAttention attn{nullptr};
   LayerNorm ln2{nullptr};
