@@ -71,8 +71,9 @@ std::optional<Match> find_equal(const NodeRef& c, const NodeRef& r) {
   return std::nullopt;
 }
 
-// The one-hot selection at the bottom of body, rewritten to the selected element.
-NodeRef fold_where(const NodeRef& body, const NodeRef& r) {
+// The one-hot selection at the bottom of body, rewritten to the selected element; *index gets the
+// index selected, kept in range.
+NodeRef fold_where(const NodeRef& body, const NodeRef& r, NodeRef* index) {
   if (!ir::is_const_value(body->src[2], 0)) return nullptr;
   auto m = find_equal(body->src[0], r);
   if (!m) return nullptr;
@@ -82,16 +83,18 @@ NodeRef fold_where(const NodeRef& body, const NodeRef& r) {
                ir::alu(Op::CMPLT, m->e, ir::const_int(r->arg[1], t)));
   // the index is kept in range even where the selection is off: both sides of a WHERE run
   NodeRef idx = ir::make(Op::WHERE, t, {}, {inside, m->e, ir::const_int(0, t)});
+  if (index) *index = idx;
   std::unordered_map<const Node*, NodeRef> at{{r.get(), idx}};
   NodeRef cond = ir::land(inside, m->rest ? ir::substitute(m->rest, at) : nullptr);
   return ir::make(Op::WHERE, body->dtype, body->shape,
                   {cond, ir::substitute(body->src[1], at), body->src[2]});
 }
 
-// The value of sum over r of `body`, when body is a one-hot selection along r (possibly scaled by
-// factors free of r, or cast); nullptr otherwise. Only one path can lead to the selection (the
-// side of a product that uses r, when the other does not), walked down and rebuilt with a loop.
-NodeRef fold(const NodeRef& body, const NodeRef& r) {
+}  // namespace
+
+// Only one path can lead to the selection (the side of a product that uses r, when the other does
+// not), walked down and rebuilt with a loop.
+NodeRef select_onehot(const NodeRef& body, const NodeRef& r, NodeRef* index) {
   std::vector<std::pair<NodeRef, size_t>> path;  // the products and casts above, and the side taken
   NodeRef x = body;
   while (x->op == Op::MUL || x->op == Op::CAST) {
@@ -108,7 +111,7 @@ NodeRef fold(const NodeRef& body, const NodeRef& r) {
     x = x->src[side];
   }
   if (x->op != Op::WHERE) return nullptr;
-  NodeRef f = fold_where(x, r);
+  NodeRef f = fold_where(x, r, index);
   for (auto it = path.rbegin(); f && it != path.rend(); ++it) {
     const auto& [n, side] = *it;
     if (n->op == Op::CAST)
@@ -119,8 +122,6 @@ NodeRef fold(const NodeRef& body, const NodeRef& r) {
   return f;
 }
 
-}  // namespace
-
 NodeRef fold_onehot_sums(const NodeRef& ast, std::vector<std::string>& log) {
   NodeRef cur = ast;
   for (bool folded = true; folded;) {
@@ -128,7 +129,7 @@ NodeRef fold_onehot_sums(const NodeRef& ast, std::vector<std::string>& log) {
     for (auto& n : ir::toposort({cur})) {
       if (n->op != Op::REDUCE || n->arg[0] != static_cast<int64_t>(Op::ADD)) continue;
       for (size_t k = 1; k < n->src.size() && !folded; k++) {
-        NodeRef body = fold(n->src[0], n->src[k]);
+        NodeRef body = select_onehot(n->src[0], n->src[k]);
         if (!body) continue;
         std::vector<NodeRef> src{body};
         for (size_t j = 1; j < n->src.size(); j++)

@@ -60,6 +60,38 @@ NodeRef collapse_loops(const NodeRef& ast, std::vector<std::string>& log) {
   return cur;
 }
 
+NodeRef collapse_reduce_loops(const NodeRef& ast, std::vector<std::string>& log) {
+  NodeRef cur = ast;
+  for (bool merged = true; merged;) {
+    merged = false;
+    int64_t cost = index_cost(cur), fresh = 0;
+    for (auto& n : ir::toposort({cur}))
+      if (n->op == Op::RANGE) fresh = std::max(fresh, n->arg[0] + 1);
+    for (auto& red : ir::toposort({cur})) {
+      if (red->op != Op::REDUCE) continue;
+      for (size_t k = 1; k + 1 < red->src.size() && !merged; k++) {
+        const NodeRef &a = red->src[k], &b = red->src[k + 1];
+        int64_t nb = b->arg[1];
+        NodeRef flat = ir::range(fresh, a->arg[1] * nb, true);
+        NodeRef body =
+            ir::substitute(red->src[0], {{a.get(), ir::idiv(flat, nb)}, {b.get(), ir::mod(flat, nb)}});
+        std::vector<NodeRef> src{body};
+        for (size_t j = 1; j < red->src.size(); j++)
+          if (j != k + 1) src.push_back(j == k ? flat : red->src[j]);
+        NodeRef cand = ir::simplify(
+            ir::substitute(cur, {{red.get(), ir::make(Op::REDUCE, red->dtype, red->shape, src, red->arg)}}));
+        if (index_cost(cand) <= cost) {
+          log.push_back("COLLAPSE_REDUCE " + std::to_string(a->arg[1]) + "x" + std::to_string(nb));
+          cur = cand;
+          merged = true;
+        }
+      }
+      if (merged) break;
+    }
+  }
+  return cur;
+}
+
 NodeRef merge_reduces(const NodeRef& ast, std::vector<std::string>& log) {
   NodeRef cur = ast;
   for (bool merged = true; merged;) {

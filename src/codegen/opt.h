@@ -10,9 +10,16 @@ namespace kiln::codegen {
 // Folds one-hot sums into indexed loads: sum over r of where(r == e && c, v(r), 0), e free of r,
 // becomes where(0 <= e < n && c, v(e), 0) (gather, embedding, a class-index loss's target term).
 ir::NodeRef fold_onehot_sums(const ir::NodeRef& ast, std::vector<std::string>& log);
+// The value of sum over r of `body` when body is a one-hot selection along r (possibly scaled by
+// factors free of r, or cast): body with r := e, kept to the selection's condition and to
+// 0 <= e < size of r; `index`, if given, gets that e (0 where out of range). nullptr otherwise.
+ir::NodeRef select_onehot(const ir::NodeRef& body, const ir::NodeRef& r, ir::NodeRef* index = nullptr);
 // Merges adjacent output loops when that makes index math no more expensive (contiguous access
 // becomes one flat loop). Returns the new AST; `log` collects the opts taken (KILN_DEBUG=3).
 ir::NodeRef collapse_loops(const ir::NodeRef& ast, std::vector<std::string>& log);
+// Adjacent loops of one reduce become one loop where the indices stay as simple (a sum over
+// (batch, time) rows of a contiguous tensor is one long loop, which the GPU splits over blocks).
+ir::NodeRef collapse_reduce_loops(const ir::NodeRef& ast, std::vector<std::string>& log);
 // Makes independent reduces over loops of the same sizes share one set of reduce ranges, so they
 // run in one loop (x.sum(1) + x.max(1) reads x once).
 ir::NodeRef merge_reduces(const ir::NodeRef& ast, std::vector<std::string>& log);

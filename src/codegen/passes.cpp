@@ -9,6 +9,7 @@
 #include "codegen/linearize.h"
 #include "codegen/opt.h"
 #include "codegen/render_c.h"
+#include "codegen/scatter_onehot.h"
 #include "kiln/debug.h"
 
 namespace kiln::codegen {
@@ -33,9 +34,16 @@ Lowered lower(const NodeRef& ast, Target target) {
   if (ast->src.size() == 1 && ast->src[0]->op == Op::ATTENTION) return lower_attention(ast, target);
   Lowered out;
   NodeRef s = ast;
+  int64_t zero_elems = 0;
+  bool serial = false;
   if (!settings().noopt) {
     s = fold_onehot_sums(s, out.opts);
+    Scatter sc = scatter_onehot_sums(s, target, out.opts);
+    s = sc.ast;
+    zero_elems = sc.zero_elems;
+    serial = sc.serial;
     s = collapse_loops(s, out.opts);
+    s = collapse_reduce_loops(s, out.opts);
     s = merge_reduces(s, out.opts);
     // register tiles for CPU vector units; on the GPU the threads of a block share the work instead
     if (target == Target::CPU) s = upcast_reduce_output(s, out.opts);
@@ -45,6 +53,8 @@ Lowered lower(const NodeRef& ast, Target target) {
   s = renumber_ranges(s);
   out.program = linearize(s);
   out.program.name = kernel_name(s);
+  if (zero_elems > 0) out.program.zero_bytes = zero_elems * dtype_size(out.program.globals.at(0));
+  out.program.serial = serial;
   out.program.hash = s->hash * 31 + (settings().noopt ? 1 : 0) + (target == Target::CUDA ? 2 : 0);
   char hex[24];
   std::snprintf(hex, sizeof hex, "_%012llx",

@@ -16,7 +16,8 @@ struct Inst {
   std::vector<int> src;      // indices of earlier instructions
   std::vector<int64_t> arg;  // DEFINE_GLOBAL {index}; CONST {int value}; RANGE {id, size, reduce, outer,
                              // contiguous reduce: its loads step by one element, so it may vectorize};
-  // DEFINE_ACC {reduce op}; ALU {1} = accumulate into src[0] (a DEFINE_ACC)
+  // DEFINE_ACC {reduce op}; ALU {1} = accumulate into src[0] (a DEFINE_ACC); STORE {1} = add into
+  // the element (atomically on the GPU)
   double fval = 0;  // CONST float value
 };
 
@@ -29,6 +30,8 @@ struct Program {
   int64_t outer_size = 1;      // trip count of the outermost global loop (split over threads)
   double flops = 0;            // ALU operations per launch (for KILN_DEBUG=2)
   uint64_t hash = 0;           // content hash of the AST and opts
+  int64_t zero_bytes = 0;      // bytes of global 0 set to zero before each run (a scatter adds into it)
+  bool serial = false;         // the outer loop must not be split over threads (its steps add into one place)
 };
 
 std::string to_string(const Program& p);  // one line per instruction (KILN_DEBUG=5)

@@ -202,7 +202,8 @@ class CRenderer : public RendererBase {
 
   void store(int i) override {
     const Inst& in = p_.insts[static_cast<size_t>(i)];
-    out(v(in.src[0]) + "[" + v(in.src[1]) + "] = " + store_value(in) + ";");
+    bool add = !in.arg.empty() && in.arg[0] == 1;
+    out(v(in.src[0]) + "[" + v(in.src[1]) + (add ? "] += " : "] = ") + store_value(in) + ";");
   }
 };
 

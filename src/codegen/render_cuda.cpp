@@ -211,8 +211,10 @@ class CudaRenderer : public RendererBase {
   void plan_lanes(CudaLaunch& l, const std::vector<size_t>& globals) {
     auto lane_size = [&](size_t r) { return p_.insts[r].arg[1] % kLanes == 0; };
     if (l.kind == CudaLaunch::Kind::Elementwise) {
-      for (auto& in : p_.insts)
-        if ((in.op == Op::RANGE && in.arg[2] != ir::kGlobalRange) || in.op == Op::DEFINE_ACC) return;
+      for (auto& in : p_.insts)  // (an adding store is one atomic per element)
+        if ((in.op == Op::RANGE && in.arg[2] != ir::kGlobalRange) || in.op == Op::DEFINE_ACC ||
+            (in.op == Op::STORE && !in.arg.empty()))
+          return;
       if (globals.empty() || !lane_size(globals.back())) return;
       laned_.insert(globals.back());
     } else if (l.kind == CudaLaunch::Kind::BlockReduce && l.split == 1) {
@@ -574,7 +576,9 @@ class CudaRenderer : public RendererBase {
 
   void store(int i) override {
     const Inst& in = p_.insts[static_cast<size_t>(i)];
-    std::string s = v(in.src[0]) + "[" + v(in.src[1]) + "] = " + store_value(in) + ";";
+    bool add = !in.arg.empty() && in.arg[0] == 1;
+    std::string s = add ? "atomicAdd(&" + v(in.src[0]) + "[" + v(in.src[1]) + "], " + store_value(in) + ");"
+                        : v(in.src[0]) + "[" + v(in.src[1]) + "] = " + store_value(in) + ";";
     bool per_thread = std::count(open_.begin(), open_.end(), -3) > 0;  // inside a row's loop
     out(column_ ? "if (kiln_live) " + s : block_reduce_ && !per_thread ? "if (threadIdx.x == 0) " + s : s);
   }

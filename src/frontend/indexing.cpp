@@ -100,6 +100,9 @@ Scattered scatter_core(const char* op, const Tensor& self, int64_t dim, const Te
   Tensor hit, val;
   if (add) {
     val = where(mask, sv, zero(sv.dtype())).sum(d);
+    // a kernel of its own, which the lowering turns into a scatter-add (one step per source element,
+    // not one per source and target pair)
+    if (val.dtype() == DType::F32 || val.dtype() == DType::F64) val = val.contiguous();
   } else {  // duplicates along d: the largest source position along d wins
     Tensor j = iota_along(m, d, r + 1);
     Tensor last = where(mask, j, full({}, -1, DType::I64)).max(d, true);  // (.., 1, n, ..)

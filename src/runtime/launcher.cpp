@@ -1,6 +1,8 @@
 // The CPU launcher and the replay of a launch list (see launcher.h).
 #include "runtime/launcher.h"
 
+#include <cstring>
+
 #include "kiln/debug.h"
 #include "runtime/thread_pool.h"
 
@@ -21,6 +23,7 @@ class CpuLauncher : public Launcher {
  public:
   void launch(const Launch& l, void** args) override {
     KernelFn fn = l.fn;
+    if (l.zero_bytes > 0) std::memset(args[0], 0, static_cast<size_t>(l.zero_bytes));
     if (l.parallel)
       parallel_for(l.outer_size, [&](int64_t s, int64_t e) { fn(args, s, e); });
     else

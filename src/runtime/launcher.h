@@ -19,6 +19,7 @@ namespace kiln::runtime {
 struct Launch {
   KernelFn fn = nullptr;               // the loaded program (CPU)
   std::string name;                    // for messages
+  int64_t zero_bytes = 0;              // bytes of args[0] set to zero first (codegen::Program::zero_bytes)
   int64_t outer_size = 1;              // the program's outer loop, [0, outer_size)
   bool parallel = false;               // split the outer loop over the thread pool
   Device device;                       // where it runs

@@ -95,6 +95,7 @@ std::vector<Launch> load(const std::vector<std::shared_ptr<const codegen::Lowere
       l.cuda_fn = fns[i];
       l.cuda = lowered[i]->launch;
       l.nargs = lowered[i]->program.globals.size();
+      l.zero_bytes = lowered[i]->program.zero_bytes;
       out.push_back(l);
     }
     return out;
@@ -108,7 +109,8 @@ std::vector<Launch> load(const std::vector<std::shared_ptr<const codegen::Lowere
     l.fn = fns[i];
     l.name = p.name;
     l.outer_size = p.outer_size;
-    l.parallel = p.outer_size > 1;
+    l.parallel = p.outer_size > 1 && !p.serial;
+    l.zero_bytes = p.zero_bytes;
     out.push_back(l);
   }
   return out;

@@ -129,6 +129,20 @@ bool cut_deep_kernels(const std::vector<NodeRef>& order, const std::unordered_se
   return added;
 }
 
+// A one-hot mask: an index compared with a range (x == arange(n), written (x != i) xor true). Kept in
+// the kernels that read it, where the lowering folds a sum over it into a load or a scatter-add.
+bool onehot_mask(const NodeRef& n) {
+  auto iota = [](NodeRef x) {
+    while (ir::is_movement(x->op) || x->op == Op::CAST) x = x->src[0];
+    return x->op == Op::IOTA;
+  };
+  NodeRef ne = n;
+  if (n->op == Op::XOR)
+    for (auto& s : n->src)
+      if (s->op == Op::CMPNE) ne = s;
+  return ne->op == Op::CMPNE && (iota(ne->src[0]) || iota(ne->src[1]));
+}
+
 }  // namespace
 
 std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std::vector<NodeRef>& forced,
@@ -210,7 +224,7 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
         // gradient, say) would be recomputed once per element of the broadcast dim: store it, unless
         // it is small (a per-row statistic), where an extra kernel costs more than the recompute
         bool recomputed_work = (flags & kBroadcastInReduce) && ir::is_elementwise(n->op) &&
-                               n->numel() >= 1024 && costly_to_recompute(n, in_points);
+                               n->numel() >= 1024 && costly_to_recompute(n, in_points) && !onehot_mask(n);
         if (recomputed_reduce || recomputed_work) {
           add(n, [&] {
             if (recomputed_work)

@@ -77,6 +77,12 @@ void download(int ordinal, void* dst, CUdeviceptr src, size_t bytes) {
   }
 }
 
+void zero_device(int ordinal, CUdeviceptr dst, size_t bytes) {
+  if (!bytes) return;
+  Context& c = context(ordinal);
+  check(c.api->cuMemsetD8Async(dst, 0, bytes, c.stream), "cuMemsetD8Async");
+}
+
 void copy_device(int ordinal, CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
   if (!bytes) return;
   Context& c = context(ordinal);

@@ -9,6 +9,7 @@ namespace kiln::runtime::cuda {
 
 void upload(int ordinal, CUdeviceptr dst, const void* src, size_t bytes);
 void download(int ordinal, void* dst, CUdeviceptr src, size_t bytes);
+void zero_device(int ordinal, CUdeviceptr dst, size_t bytes);                   // queued on the stream
 void copy_device(int ordinal, CUdeviceptr dst, CUdeviceptr src, size_t bytes);  // queued on the stream
 
 }  // namespace kiln::runtime::cuda

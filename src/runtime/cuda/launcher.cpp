@@ -8,6 +8,7 @@
 
 #include "kiln/debug.h"
 #include "runtime/cuda/allocator.h"
+#include "runtime/cuda/copy.h"
 #include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/graph.h"
 #include "runtime/cuda/program_cache.h"
@@ -19,6 +20,9 @@ namespace {
 // Queues one launch on the stream. `scratch` serves a launch whose blocks share outputs (0: memory
 // of the allocator's for this launch alone).
 void queue(const Launch& l, void** args, cuda::CUdeviceptr scratch) {
+  if (l.zero_bytes > 0)
+    cuda::zero_device(l.device.index, reinterpret_cast<cuda::CUdeviceptr>(args[0]),
+                      static_cast<size_t>(l.zero_bytes));
   if (l.gemm) {
     const schedule::MatchedMatmul& m = *l.gemm;
     cuda::GemmDesc desc = m.desc;

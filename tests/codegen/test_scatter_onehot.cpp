@@ -1,0 +1,93 @@
+// One-hot sums over an output loop lower to scatter-adds (codegen/scatter_onehot.h), and adjacent
+// loops of a reduce to one loop: values against the float64 reference, the opts by name. On the
+// default device (the CPU, or the GPU under KILN_DEVICE=cuda, where the adds are atomic).
+#include <gtest/gtest.h>
+#include <kiln/kiln.h>
+#include <kiln/nn.h>
+
+#include "codegen/passes.h"
+#include "helpers.h"
+#include "ir/graph_rewrite.h"
+#include "schedule/schedule.h"
+
+using namespace kiln;
+using kiln::testing::expect_matches_reference;
+using kiln::testing::random_tensor;
+
+namespace {
+
+// The opts of every kernel that computes t, joined.
+std::string opts_of(const Tensor& t) {
+  auto sched = schedule::make_schedule(ir::rewrite_graph({t.node()}));
+  std::string all;
+  for (auto& k : sched.kernels)
+    for (auto& o :
+         codegen::lower(k.ast, default_device().is_cuda() ? codegen::Target::CUDA : codegen::Target::CPU)
+             .opts)
+      all += o + " ";
+  return all;
+}
+
+}  // namespace
+
+TEST(ScatterOnehot, EmbeddingGradientIsAScatterAdd) {
+  manual_seed(5);
+  // repeated ids (only 7 rows for 96 tokens) add into the same row from many steps
+  Tensor idx = randint(0, 7, {3, 32});
+  Tensor w = random_tensor({50, 24}, DType::F32, -1, 1, 6).requires_grad_();
+  Tensor g = random_tensor({3, 32, 24}, DType::F32, -1, 1, 7);
+  (nn::functional::embedding(idx, w) * g).sum().backward();
+  Tensor gw = w.grad();
+  EXPECT_NE(opts_of(gw).find("SCATTER_ONEHOT 50"), std::string::npos) << opts_of(gw);
+  EXPECT_TRUE(expect_matches_reference(gw, 1e-5, 1e-6));
+}
+
+TEST(ScatterOnehot, OneDimensionalSumIntoOneOutputLoop) {
+  // out[v] = sum over n of where(idx[n] == v, x[n], 0): the only output loop is v, so the CPU runs
+  // the scatter on one thread; ids outside [0, 9) (here -1 and 9) add nothing
+  Tensor idx = tensor(std::vector<int64_t>{3, -1, 3, 0, 8, 9, 3, 1, 0, 8}, {10});
+  Tensor x = random_tensor({10}, DType::F32, -1, 1, 8);
+  Tensor out = where(idx.unsqueeze(-1) == arange(9), x.unsqueeze(-1), Scalar(0.0)).sum(0);
+  EXPECT_NE(opts_of(out).find("SCATTER_ONEHOT 9"), std::string::npos) << opts_of(out);
+  std::vector<float> xv = x.to_vector<float>();
+  std::vector<double> want(9, 0.0);
+  std::vector<int64_t> iv = idx.to_vector<int64_t>();
+  for (size_t n = 0; n < iv.size(); n++)
+    if (iv[n] >= 0 && iv[n] < 9) want[static_cast<size_t>(iv[n])] += xv[n];
+  EXPECT_TRUE(kiln::testing::expect_values(out, want, 1e-5, 1e-6));
+}
+
+TEST(ScatterOnehot, ScatterAddAndIndexAddUseIt) {
+  Tensor self = random_tensor({6, 5}, DType::F32, -1, 1, 9);
+  Tensor src = random_tensor({4, 5}, DType::F32, -1, 1, 10);
+  Tensor index = tensor(std::vector<int64_t>{2, 0, 2, 5}, {4});
+  Tensor r = self.index_add(0, index, src, 2.0);
+  EXPECT_NE(opts_of(r).find("SCATTER_ONEHOT"), std::string::npos) << opts_of(r);
+  EXPECT_TRUE(expect_matches_reference(r, 1e-6, 1e-7));
+  Tensor idx2 = tensor(std::vector<int64_t>{1, 0, 1, 1, 0, 2}, {2, 3});
+  EXPECT_TRUE(expect_matches_reference(self.scatter_add(1, idx2, src), 1e-6, 1e-7));
+  EXPECT_TRUE(
+      expect_matches_reference(self.to(DType::F64).scatter_add(0, idx2, src.to(DType::F64)), 1e-12, 1e-12));
+}
+
+TEST(ScatterOnehot, ASelectionMaskedByAnotherConditionAddsOnlyWhereItHolds) {
+  // the selection's other conjunct (x > 0) is kept in the scatter, evaluated at the selected row
+  Tensor idx = tensor(std::vector<int64_t>{4, 1, 4, 2, 0, 4}, {6});
+  Tensor x = random_tensor({6, 3}, DType::F32, -1, 1, 11);
+  Tensor hit = (idx.unsqueeze(-1) == arange(5)).unsqueeze(-1) & (x.unsqueeze(1) > 0.0);  // (6, 5, 3)
+  Tensor out = where(hit, x.unsqueeze(1), Scalar(0.0)).sum(0);
+  EXPECT_TRUE(expect_matches_reference(out, 1e-6, 1e-7));
+}
+
+TEST(CollapseReduce, SumOverBatchAndTimeIsOneLoop) {
+  // a bias gradient: (16, 64, 48) summed over its first two dims is one reduce of 1024
+  Tensor x = random_tensor({16, 64, 48}, DType::F32, -1, 1, 12);
+  Tensor s = x.sum({0, 1});
+  EXPECT_NE(opts_of(s).find("COLLAPSE_REDUCE 16x64"), std::string::npos) << opts_of(s);
+  EXPECT_TRUE(expect_matches_reference(s, 1e-4, 1e-4));
+  // through a permute the loops are not adjacent in memory: values still right
+  Tensor p = x.permute({2, 0, 1}).sum({0, 2});
+  EXPECT_TRUE(expect_matches_reference(p, 1e-4, 1e-4));
+  Tensor sl = x.slice(1, 3, 60).sum({0, 1});  // a view: rows of 57 in strides of 64
+  EXPECT_TRUE(expect_matches_reference(sl, 1e-4, 1e-4));
+}
