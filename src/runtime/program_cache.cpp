@@ -15,6 +15,7 @@
 #include "runtime/cache_dir.h"
 #include "runtime/cache_entry.h"
 #include "runtime/cpu/compiler.h"
+#include "runtime/cuda/program_cache.h"
 #include "runtime/file_util.h"
 
 namespace kiln::runtime {
@@ -182,5 +183,6 @@ void clear_memory_cache() {
   std::lock_guard<std::mutex> l(c.mu);
   c.fns.clear();
   c.symbols.clear();  // libraries stay loaded: entry points handed out may still be in use
+  runtime::cuda::clear_function_cache();
 }
 }  // namespace kiln

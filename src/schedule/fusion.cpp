@@ -143,6 +143,71 @@ bool onehot_mask(const NodeRef& n) {
   return ne->op == Op::CMPNE && (iota(ne->src[0]) || iota(ne->src[1]));
 }
 
+// The dim of `top` along which the iota below it (reached through `path`, views and casts from top
+// down) varies, mapped up through the views; -1 where a reshape hides it.
+int64_t dim_up(const std::vector<NodeRef>& path, int64_t d) {
+  for (auto it = path.rbegin(); it != path.rend() && d >= 0; ++it) {
+    const NodeRef& n = *it;
+    if (n->op == Op::PERMUTE) {
+      int64_t from = d;
+      d = -1;
+      for (size_t i = 0; i < n->arg.size(); i++)
+        if (n->arg[i] == from) d = static_cast<int64_t>(i);
+    } else if (n->op == Op::RESHAPE) {  // the dim of the same size and the same elements inside it
+      const auto &in = n->src[0]->shape, &out = n->shape;
+      int64_t inner = 1;
+      for (size_t i = static_cast<size_t>(d) + 1; i < in.size(); i++) inner *= in[i];
+      int64_t size = in[static_cast<size_t>(d)], acc = 1;
+      d = -1;
+      for (size_t j = out.size(); j-- > 0; acc *= out[j])
+        if (acc == inner && out[j] == size) d = static_cast<int64_t>(j);
+    }
+  }
+  return d;
+}
+
+// The dim of mask c (a one-hot comparison x == iota, through views) along which its iota varies; -1
+// if c is no such mask or the dim is hidden.
+int64_t onehot_dim(NodeRef c) {
+  std::vector<NodeRef> path;
+  while (ir::is_movement(c->op) || c->op == Op::CAST) path.push_back(c), c = c->src[0];
+  if (!onehot_mask(c)) return -1;
+  NodeRef ne = c->op == Op::XOR ? (c->src[0]->op == Op::CMPNE ? c->src[0] : c->src[1]) : c;
+  for (auto& side : ne->src) {
+    std::vector<NodeRef> down;
+    NodeRef x = side;
+    while (ir::is_movement(x->op) || x->op == Op::CAST) down.push_back(x), x = x->src[0];
+    if (x->op != Op::IOTA) continue;
+    std::vector<NodeRef> all = path;
+    all.insert(all.end(), down.begin(), down.end());
+    return dim_up(all, x->arg[0]);
+  }
+  return -1;
+}
+
+// A sum over a one-hot selection along a dim it keeps: sum over r of where(x(r) == iota(v) & ..,
+// y, 0) (times factors). Its own kernel, so that nothing stored with it (a tied embedding's
+// gradient adds a matmul to it) keeps the lowering from turning it into a scatter-add.
+bool scatter_sum(const NodeRef& n) {
+  if (n->op != Op::REDUCE || n->arg[0] != static_cast<int64_t>(Op::ADD)) return false;
+  NodeRef x = n->src[0];
+  while (x->op == Op::CAST || x->op == Op::MUL)
+    x = x->op == Op::CAST || x->src[0]->op == Op::WHERE || x->src[0]->op == Op::MUL ? x->src[0] : x->src[1];
+  if (x->op != Op::WHERE) return false;
+  std::vector<NodeRef> conds{x->src[0]};
+  while (!conds.empty()) {
+    NodeRef c = conds.back();
+    conds.pop_back();
+    if (c->op == Op::AND) {
+      conds.insert(conds.end(), c->src.begin(), c->src.end());
+      continue;
+    }
+    int64_t d = onehot_dim(c);
+    if (d >= 0 && std::find(n->arg.begin() + 1, n->arg.end(), d) == n->arg.end()) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std::vector<NodeRef>& forced,
@@ -171,6 +236,7 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
     if (is_realized(n) || !seen.insert(n.get()).second) continue;
     for (auto& s : n->src) stack.push_back(s);
     if (n->op == Op::CONTIGUOUS) add(n, says("contiguous() is always a kernel output"));
+    if (scatter_sum(n)) add(n, says("a one-hot sum along a kept dim: a kernel of its own, a scatter-add"));
     if (n->op != Op::ATTENTION) continue;
     add(n, says("attention is a kernel of its own"));
     for (auto& s : n->src) {

@@ -42,6 +42,17 @@ TEST(ScatterOnehot, EmbeddingGradientIsAScatterAdd) {
   EXPECT_TRUE(expect_matches_reference(gw, 1e-5, 1e-6));
 }
 
+TEST(ScatterOnehot, TiedEmbeddingGradientIsAScatterAddBesideTheMatmul) {
+  // GPT's token embedding is also its output layer: the gradient adds a matmul to the one-hot sum,
+  // which stays a kernel of its own so that it still scatters
+  manual_seed(6);
+  nn::GPT model(nn::GPTConfig{.vocab_size = 11, .block_size = 8, .n_layer = 1, .n_head = 2, .n_embd = 16});
+  model->forward(randint(0, 11, {2, 8}), randint(0, 11, {2, 8})).second.backward();
+  Tensor gw = model->wte->weight.grad();
+  EXPECT_NE(opts_of(gw).find("SCATTER_ONEHOT 11"), std::string::npos) << opts_of(gw);
+  EXPECT_TRUE(expect_matches_reference(gw, 1e-4, 1e-5));
+}
+
 TEST(ScatterOnehot, OneDimensionalSumIntoOneOutputLoop) {
   // out[v] = sum over n of where(idx[n] == v, x[n], 0): the only output loop is v, so the CPU runs
   // the scatter on one thread; ids outside [0, 9) (here -1 and 9) add nothing

@@ -31,6 +31,15 @@ Cache& cache() {
   return *c;
 }
 
+}  // namespace
+
+void clear_function_cache() {
+  std::lock_guard<std::mutex> l(cache().mu);
+  cache().fns.clear();
+}
+
+namespace {
+
 // Settings::cuda_lineinfo adds source line tables; part of the options, so of the cache key too.
 std::vector<std::string> options(const Context& c) {
   std::vector<std::string> o = {"--gpu-architecture=" + c.arch, "-std=c++17", "--fmad=false",

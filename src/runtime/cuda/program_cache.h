@@ -13,6 +13,8 @@ namespace kiln::runtime::cuda {
 
 using runtime::KernelSource;  // symbol: the extern "C" kernel name
 
+// Forgets the kernels held in memory (modules stay loaded: functions handed out may be in use).
+void clear_function_cache();
 std::vector<CUfunction> load_kernels(int ordinal, const std::vector<KernelSource>& kernels);
 // One self-contained translation unit (no kiln prelude, C++ standard `std`, e.g. "c++20") with the
 // kernel `symbol`, cached in memory and on disk like generated kernels, keyed by the full source and
