@@ -60,6 +60,70 @@ NodeRef collapse_loops(const NodeRef& ast, std::vector<std::string>& log) {
   return cur;
 }
 
+NodeRef split_reduce_loops(const NodeRef& ast, std::vector<std::string>& log) {
+  NodeRef cur = ast;
+  for (bool split = true; split;) {
+    split = false;
+    int64_t cost = index_cost(cur), fresh = 0;
+    std::vector<NodeRef> order = ir::toposort({cur});
+    for (auto& n : order)
+      if (n->op == Op::RANGE) fresh = std::max(fresh, n->arg[0] + 1);
+    for (auto& red : order) {
+      if (red->op != Op::REDUCE) continue;
+      for (size_t k = 1; k < red->src.size() && !split; k++) {
+        const NodeRef& r = red->src[k];
+        // a divisor of the loop's size that its indices divide it by: r / c and r % c
+        std::vector<int64_t> divisors;
+        for (auto& n : order)
+          if ((n->op == Op::IDIV || n->op == Op::MOD) && n->src[0] == r && n->src[1]->is_const()) {
+            int64_t c = n->src[1]->ival();
+            if (c > 1 && c < r->arg[1] && r->arg[1] % c == 0) divisors.push_back(c);
+          }
+        for (int64_t c : divisors) {
+          NodeRef outer = ir::range(fresh, r->arg[1] / c, true), inner = ir::range(fresh + 1, c, true);
+          NodeRef body = ir::substitute(red->src[0], {{r.get(), outer * c + inner}});
+          std::vector<NodeRef> src{body};
+          for (size_t j = 1; j < red->src.size(); j++) {
+            if (j == k) {
+              src.push_back(outer);
+              src.push_back(inner);
+            } else {
+              src.push_back(red->src[j]);
+            }
+          }
+          NodeRef cand = ir::simplify(ir::substitute(
+              cur, {{red.get(), ir::make(Op::REDUCE, red->dtype, red->shape, src, red->arg)}}));
+          if (index_cost(cand) < cost) {
+            log.push_back("SPLIT_REDUCE " + std::to_string(r->arg[1] / c) + "x" + std::to_string(c));
+            cur = cand;
+            split = true;
+            break;
+          }
+        }
+      }
+      if (split) break;
+    }
+    // the innermost output loop likewise (its inner part stays innermost)
+    auto g = ranges_of(cur, ir::kGlobalRange);
+    if (split || g.empty()) continue;
+    const NodeRef& r = g.back();
+    for (auto& n : order)
+      if (!split && (n->op == Op::IDIV || n->op == Op::MOD) && n->src[0] == r && n->src[1]->is_const()) {
+        int64_t c = n->src[1]->ival();
+        if (c <= 1 || c >= r->arg[1] || r->arg[1] % c != 0) continue;
+        NodeRef outer = ir::range_of_kind(r->arg[0], r->arg[1] / c, ir::kGlobalRange);
+        NodeRef inner = ir::range_of_kind(fresh, c, ir::kGlobalRange);
+        NodeRef cand = ir::simplify(ir::substitute(cur, {{r.get(), outer * c + inner}}));
+        if (index_cost(cand) < cost) {
+          log.push_back("SPLIT " + std::to_string(r->arg[1] / c) + "x" + std::to_string(c));
+          cur = cand;
+          split = true;
+        }
+      }
+  }
+  return cur;
+}
+
 NodeRef collapse_reduce_loops(const NodeRef& ast, std::vector<std::string>& log) {
   NodeRef cur = ast;
   for (bool merged = true; merged;) {

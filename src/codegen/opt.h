@@ -17,6 +17,10 @@ ir::NodeRef select_onehot(const ir::NodeRef& body, const ir::NodeRef& r, ir::Nod
 // Merges adjacent output loops when that makes index math no more expensive (contiguous access
 // becomes one flat loop). Returns the new AST; `log` collects the opts taken (KILN_DEBUG=3).
 ir::NodeRef collapse_loops(const ir::NodeRef& ast, std::vector<std::string>& log);
+// A reduce loop whose indices divide it by c (a matmul reading heads merged back into a row: k / 32,
+// k % 32) becomes two loops, outer and inner c, where that makes the index math cheaper: the inner
+// loop then steps through memory one element at a time. So does the innermost output loop.
+ir::NodeRef split_reduce_loops(const ir::NodeRef& ast, std::vector<std::string>& log);
 // Adjacent loops of one reduce become one loop where the indices stay as simple (a sum over
 // (batch, time) rows of a contiguous tensor is one long loop, which the GPU splits over blocks).
 ir::NodeRef collapse_reduce_loops(const ir::NodeRef& ast, std::vector<std::string>& log);

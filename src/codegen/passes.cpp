@@ -43,6 +43,7 @@ Lowered lower(const NodeRef& ast, Target target) {
     zero_elems = sc.zero_elems;
     serial = sc.serial;
     s = collapse_loops(s, out.opts);
+    s = split_reduce_loops(s, out.opts);
     s = collapse_reduce_loops(s, out.opts);
     s = merge_reduces(s, out.opts);
     // register tiles for CPU vector units; on the GPU the threads of a block share the work instead
