@@ -38,10 +38,13 @@ Lowered lower(const NodeRef& ast, Target target) {
   bool serial = false;
   if (!settings().noopt) {
     s = fold_onehot_sums(s, out.opts);
-    Scatter sc = scatter_onehot_sums(s, target, out.opts);
-    s = sc.ast;
-    zero_elems = sc.zero_elems;
-    serial = sc.serial;
+    // the GPU's scatter-adds are atomic: their order, so their rounding, varies from run to run
+    if (target == Target::CPU || !settings().deterministic) {
+      Scatter sc = scatter_onehot_sums(s, target, out.opts);
+      s = sc.ast;
+      zero_elems = sc.zero_elems;
+      serial = sc.serial;
+    }
     s = collapse_loops(s, out.opts);
     s = split_reduce_loops(s, out.opts);
     s = collapse_reduce_loops(s, out.opts);

@@ -37,8 +37,9 @@ namespace {
 std::shared_ptr<const codegen::Lowered> lower_cached(const NodeRef& ast, codegen::Target target) {
   static std::mutex mu;
   static std::unordered_map<const ir::Node*, std::pair<NodeRef, std::shared_ptr<const codegen::Lowered>>>
-      cache[4];
-  auto& c = cache[(settings().noopt ? 1 : 0) + (target == codegen::Target::CUDA ? 2 : 0)];
+      cache[8];
+  auto& c = cache[(settings().noopt ? 1 : 0) + (target == codegen::Target::CUDA ? 2 : 0) +
+                  (settings().deterministic ? 4 : 0)];
   {
     std::lock_guard<std::mutex> l(mu);
     if (auto it = c.find(ast.get()); it != c.end() && settings().debug < 4) return it->second.second;

@@ -43,6 +43,8 @@ const std::vector<SettingSpec>& setting_specs() {
       {"KILN_NOOPT", K::Flag, &Settings::noopt, "0", "1: no kernel optimizations"},
       {"KILN_VALIDATE", K::Flag, &Settings::validate, "0", "1: check kernels against the reference"},
       {"KILN_FAST_MATH", K::Flag, &Settings::fast_math, "0", "1: fold x*0 to 0 on floats"},
+      {"KILN_DETERMINISTIC", K::Flag, &Settings::deterministic, "0",
+       "1: bit-identical GPU results (no atomic scatter-adds)"},
       {"KILN_PROFILE", K::Flag, &Settings::profile, "0", "1: time kernels on the device"},
       {"KILN_LAYERNORM",
        K::Choice,

@@ -53,6 +53,23 @@ TEST(ScatterOnehot, TiedEmbeddingGradientIsAScatterAddBesideTheMatmul) {
   EXPECT_TRUE(expect_matches_reference(gw, 1e-4, 1e-5));
 }
 
+TEST(ScatterOnehot, DeterministicSettingKeepsGpuSumsInOrder) {
+  // KILN_DETERMINISTIC: the GPU keeps the sum (atomic adds vary in order); the CPU's scatter is in
+  // order already (each thread owns its output columns) and stays
+  struct Deterministic {
+    bool before = settings().deterministic;
+    Deterministic() { settings().deterministic = true; }
+    ~Deterministic() { settings().deterministic = before; }
+  } deterministic;
+  Tensor idx = randint(0, 7, {40});
+  Tensor w = random_tensor({9, 5}, DType::F32, -1, 1, 16).requires_grad_();
+  (nn::functional::embedding(idx, w) * 3.0).sum().backward();
+  Tensor gw = w.grad();
+  bool scatters = opts_of(gw).find("SCATTER_ONEHOT") != std::string::npos;
+  EXPECT_EQ(scatters, !default_device().is_cuda()) << opts_of(gw);
+  EXPECT_TRUE(expect_matches_reference(gw, 1e-5, 1e-6));
+}
+
 TEST(ScatterOnehot, OneDimensionalSumIntoOneOutputLoop) {
   // out[v] = sum over n of where(idx[n] == v, x[n], 0): the only output loop is v, so the CPU runs
   // the scatter on one thread; ids outside [0, 9) (here -1 and 9) add nothing
