@@ -14,10 +14,10 @@ struct Settings {
   // KILN_DETERMINISTIC=1: results bit-identical run to run on the GPU too: no atomic scatter-adds
   // (an embedding's gradient is then a sum over the vocabulary for every token, much slower)
   bool deterministic = false;
-  int threads = 0;         // KILN_THREADS: worker threads where > 0, else all cores (a value set
-                           // here is checked like the variable where the threads start)
-  std::string cc;          // KILN_CC (default: cc, gcc or clang on PATH)
-  std::string cxx;         // KILN_CXX, for tile kernels (default: c++, g++ or clang++ on PATH)
+  int threads = 0;  // KILN_THREADS: worker threads where > 0, else all cores (a value set
+                    // here is checked like the variable where the threads start)
+  std::string cc;   // KILN_CC (default: cc, gcc or clang on PATH)
+  std::string cxx;  // KILN_CXX, for tile kernels (default: c++, g++ or clang++ on PATH)
   // KILN_CFLAGS: appended to every kernel compile (C and tile C++); a sanitized build
   // (KILN_SANITIZE) starts it with its -fsanitize flags and defaults cc/cxx to its own compilers
   std::string cflags;

@@ -131,8 +131,8 @@ std::vector<Entry> parse_header(const std::string& path, std::string_view header
   const Entry* prev = nullptr;
   for (const Entry* e : order) {
     if (e->begin < covered)
-      bad(path,
-          "tensors " + in_quotes(prev->name) + " and " + in_quotes(e->name) + " have overlapping data_offsets");
+      bad(path, "tensors " + in_quotes(prev->name) + " and " + in_quotes(e->name) +
+                    " have overlapping data_offsets");
     if (e->begin > covered)
       bad(path, "data not covering the buffer: bytes [" + std::to_string(covered) + ", " +
                     std::to_string(e->begin) + ") of the data section belong to no tensor");
