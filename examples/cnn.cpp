@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "example_args.h"
+
 using namespace kiln;
 
 namespace {
@@ -48,17 +50,6 @@ double accuracy(const nn::Sequential& model, const Tensor& x, const Tensor& y) {
   return static_cast<double>(ok) / static_cast<double>(want.size());
 }
 
-int64_t epochs_arg(const std::string& v) {
-  size_t used = 0;
-  long long n = -1;
-  try {
-    n = std::stoll(v, &used);
-  } catch (const std::exception&) {
-  }
-  if (used != v.size() || n < 1 || n > 1000000)
-    throw Error("cnn: --epochs " + v + ": expected a whole number from 1 to 1000000");
-  return n;
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,7 +58,7 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
       std::string s = argv[i];
       if (s == "--epochs" && i + 1 < argc)
-        epochs = epochs_arg(argv[++i]);
+        epochs = whole_number_arg("cnn", "--epochs", argv[++i], 1, 1000000);
       else
         throw Error("cnn: unknown argument " + s + " (usage: cnn [--epochs N])");
     }

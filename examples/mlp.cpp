@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "example_args.h"
+
 using namespace kiln;
 
 namespace {
@@ -74,17 +76,6 @@ double accuracy(const nn::Sequential& model, const Tensor& x, const Tensor& y) {
   return static_cast<double>(ok) / static_cast<double>(want.size());
 }
 
-int64_t epochs_arg(const std::string& v) {
-  size_t used = 0;
-  long long n = -1;
-  try {
-    n = std::stoll(v, &used);
-  } catch (const std::exception&) {
-  }
-  if (used != v.size() || n < 1 || n > 1000000)
-    throw Error("mlp: --epochs " + v + ": expected a whole number from 1 to 1000000");
-  return n;
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,7 +90,7 @@ int main(int argc, char** argv) {
       else if (s == "--labels")
         labels = argv[++i];
       else if (s == "--epochs")
-        epochs = epochs_arg(argv[++i]);
+        epochs = whole_number_arg("mlp", "--epochs", argv[++i], 1, 1000000);
       else
         throw Error("mlp: unknown argument " + s + " (usage: mlp [--images F --labels F] [--epochs N])");
     }

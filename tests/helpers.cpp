@@ -19,7 +19,10 @@
 #include <thread>
 #include <vector>
 
+#include "codegen/passes.h"
+#include "ir/graph_rewrite.h"
 #include "runtime/interpreter.h"
+#include "schedule/schedule.h"
 
 namespace kiln::testing {
 
@@ -340,6 +343,14 @@ bool sanitized_build() {
 #else
   return false;
 #endif
+}
+
+std::string kernel_opts(const Tensor& t) {
+  codegen::Target target = default_device().is_cuda() ? codegen::Target::CUDA : codegen::Target::CPU;
+  std::string all;
+  for (auto& k : schedule::make_schedule(ir::rewrite_graph({t.node()})).kernels)
+    for (auto& o : codegen::lower(k.ast, target).opts) all += o + " ";
+  return all;
 }
 
 }  // namespace kiln::testing

@@ -27,6 +27,9 @@ Tol default_tol(DType t, bool transcendental = false);
 // bools exactly. Reports the first mismatches as a gtest failure. Returns true when all match.
 bool expect_matches_reference(const Tensor& t, double rtol, double atol);
 bool expect_matches_reference(const Tensor& t);  // default_tol(t.dtype())
+// The opts (KILN_DEBUG=3 names) of every kernel that realizing t would run on the default device,
+// each followed by a space.
+std::string kernel_opts(const Tensor& t);
 // The same, for a tensor that may already be realized: `graph` is t.node() taken before realizing.
 bool expect_matches_reference(const Tensor& t, const std::shared_ptr<const ir::Node>& graph, double rtol,
                               double atol);

@@ -18,12 +18,6 @@ using ir::Op;
 
 namespace {
 
-bool uses(const NodeRef& n, const Node* r) {
-  for (auto& x : ir::toposort({n}))
-    if (x.get() == r) return true;
-  return false;
-}
-
 bool is_true(const NodeRef& n) { return n->is_const() && n->dtype == DType::Bool && n->ival() == 1; }
 
 // e when c is `r == e`, written (as the frontend does) `(r != e) xor true`, with e free of r.
@@ -33,7 +27,7 @@ NodeRef equal_to(const NodeRef& c, const NodeRef& r) {
     const NodeRef &ne = c->src[i], &t = c->src[1 - i];
     if (ne->op != Op::CMPNE || !is_true(t)) continue;
     for (int j = 0; j < 2; j++)
-      if (ne->src[j] == r && !uses(ne->src[1 - j], r.get())) return ne->src[1 - j];
+      if (ne->src[j] == r && !ir::reaches(ne->src[1 - j], r.get())) return ne->src[1 - j];
   }
   return nullptr;
 }
@@ -100,9 +94,9 @@ NodeRef select_onehot(const NodeRef& body, const NodeRef& r, NodeRef* index) {
   while (x->op == Op::MUL || x->op == Op::CAST) {
     size_t side = 0;
     if (x->op == Op::MUL) {
-      if (!uses(x->src[1], r.get()) && uses(x->src[0], r.get()))
+      if (!ir::reaches(x->src[1], r.get()) && ir::reaches(x->src[0], r.get()))
         side = 0;
-      else if (!uses(x->src[0], r.get()) && uses(x->src[1], r.get()))
+      else if (!ir::reaches(x->src[0], r.get()) && ir::reaches(x->src[1], r.get()))
         side = 1;
       else
         return nullptr;

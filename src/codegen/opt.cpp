@@ -60,45 +60,62 @@ NodeRef collapse_loops(const NodeRef& ast, std::vector<std::string>& log) {
   return cur;
 }
 
+namespace {
+
+int64_t fresh_range_id(const std::vector<NodeRef>& order) {
+  int64_t id = 0;
+  for (auto& n : order)
+    if (n->op == Op::RANGE) id = std::max(id, n->arg[0] + 1);
+  return id;
+}
+
+// The divisors c of loop r's size that its indices divide it by (r / c, r % c), 1 < c < size.
+std::vector<int64_t> divisors_used(const std::vector<NodeRef>& order, const NodeRef& r) {
+  std::vector<int64_t> out;
+  for (auto& n : order)
+    if ((n->op == Op::IDIV || n->op == Op::MOD) && n->src[0] == r && n->src[1]->is_const()) {
+      int64_t c = n->src[1]->ival();
+      if (c > 1 && c < r->arg[1] && r->arg[1] % c == 0) out.push_back(c);
+    }
+  return out;
+}
+
+// cur with reduce red's loops [k, k + n) replaced by `loops`, and `subs` (the old loops' values in
+// the new ones) applied to its body; simplified.
+NodeRef with_reduce_loops(const NodeRef& cur, const NodeRef& red, size_t k, size_t n,
+                          const std::vector<NodeRef>& loops,
+                          const std::unordered_map<const Node*, NodeRef>& subs) {
+  std::vector<NodeRef> src{ir::substitute(red->src[0], subs)};
+  src.insert(src.end(), red->src.begin() + 1, red->src.begin() + static_cast<long>(k));
+  src.insert(src.end(), loops.begin(), loops.end());
+  src.insert(src.end(), red->src.begin() + static_cast<long>(k + n), red->src.end());
+  return ir::simplify(
+      ir::substitute(cur, {{red.get(), ir::make(Op::REDUCE, red->dtype, red->shape, src, red->arg)}}));
+}
+
+}  // namespace
+
 NodeRef split_reduce_loops(const NodeRef& ast, std::vector<std::string>& log) {
   NodeRef cur = ast;
   for (bool split = true; split;) {
     split = false;
-    int64_t cost = index_cost(cur), fresh = 0;
     std::vector<NodeRef> order = ir::toposort({cur});
-    for (auto& n : order)
-      if (n->op == Op::RANGE) fresh = std::max(fresh, n->arg[0] + 1);
+    int64_t cost = index_cost(cur), fresh = fresh_range_id(order);
+    auto take = [&](const NodeRef& cand, const std::string& what) {
+      if (index_cost(cand) >= cost) return false;
+      log.push_back(what);
+      cur = cand;
+      return split = true;
+    };
     for (auto& red : order) {
       if (red->op != Op::REDUCE) continue;
       for (size_t k = 1; k < red->src.size() && !split; k++) {
         const NodeRef& r = red->src[k];
-        // a divisor of the loop's size that its indices divide it by: r / c and r % c
-        std::vector<int64_t> divisors;
-        for (auto& n : order)
-          if ((n->op == Op::IDIV || n->op == Op::MOD) && n->src[0] == r && n->src[1]->is_const()) {
-            int64_t c = n->src[1]->ival();
-            if (c > 1 && c < r->arg[1] && r->arg[1] % c == 0) divisors.push_back(c);
-          }
-        for (int64_t c : divisors) {
+        for (int64_t c : divisors_used(order, r)) {
           NodeRef outer = ir::range(fresh, r->arg[1] / c, true), inner = ir::range(fresh + 1, c, true);
-          NodeRef body = ir::substitute(red->src[0], {{r.get(), outer * c + inner}});
-          std::vector<NodeRef> src{body};
-          for (size_t j = 1; j < red->src.size(); j++) {
-            if (j == k) {
-              src.push_back(outer);
-              src.push_back(inner);
-            } else {
-              src.push_back(red->src[j]);
-            }
-          }
-          NodeRef cand = ir::simplify(ir::substitute(
-              cur, {{red.get(), ir::make(Op::REDUCE, red->dtype, red->shape, src, red->arg)}}));
-          if (index_cost(cand) < cost) {
-            log.push_back("SPLIT_REDUCE " + std::to_string(r->arg[1] / c) + "x" + std::to_string(c));
-            cur = cand;
-            split = true;
+          if (take(with_reduce_loops(cur, red, k, 1, {outer, inner}, {{r.get(), outer * c + inner}}),
+                   "SPLIT_REDUCE " + std::to_string(r->arg[1] / c) + "x" + std::to_string(c)))
             break;
-          }
         }
       }
       if (split) break;
@@ -107,19 +124,13 @@ NodeRef split_reduce_loops(const NodeRef& ast, std::vector<std::string>& log) {
     auto g = ranges_of(cur, ir::kGlobalRange);
     if (split || g.empty()) continue;
     const NodeRef& r = g.back();
-    for (auto& n : order)
-      if (!split && (n->op == Op::IDIV || n->op == Op::MOD) && n->src[0] == r && n->src[1]->is_const()) {
-        int64_t c = n->src[1]->ival();
-        if (c <= 1 || c >= r->arg[1] || r->arg[1] % c != 0) continue;
-        NodeRef outer = ir::range_of_kind(r->arg[0], r->arg[1] / c, ir::kGlobalRange);
-        NodeRef inner = ir::range_of_kind(fresh, c, ir::kGlobalRange);
-        NodeRef cand = ir::simplify(ir::substitute(cur, {{r.get(), outer * c + inner}}));
-        if (index_cost(cand) < cost) {
-          log.push_back("SPLIT " + std::to_string(r->arg[1] / c) + "x" + std::to_string(c));
-          cur = cand;
-          split = true;
-        }
-      }
+    for (int64_t c : divisors_used(order, r)) {
+      NodeRef outer = ir::range_of_kind(r->arg[0], r->arg[1] / c, ir::kGlobalRange);
+      NodeRef inner = ir::range_of_kind(fresh, c, ir::kGlobalRange);
+      if (take(ir::simplify(ir::substitute(cur, {{r.get(), outer * c + inner}})),
+               "SPLIT " + std::to_string(r->arg[1] / c) + "x" + std::to_string(c)))
+        break;
+    }
   }
   return cur;
 }
@@ -128,22 +139,16 @@ NodeRef collapse_reduce_loops(const NodeRef& ast, std::vector<std::string>& log)
   NodeRef cur = ast;
   for (bool merged = true; merged;) {
     merged = false;
-    int64_t cost = index_cost(cur), fresh = 0;
-    for (auto& n : ir::toposort({cur}))
-      if (n->op == Op::RANGE) fresh = std::max(fresh, n->arg[0] + 1);
-    for (auto& red : ir::toposort({cur})) {
+    std::vector<NodeRef> order = ir::toposort({cur});
+    int64_t cost = index_cost(cur), fresh = fresh_range_id(order);
+    for (auto& red : order) {
       if (red->op != Op::REDUCE) continue;
       for (size_t k = 1; k + 1 < red->src.size() && !merged; k++) {
         const NodeRef &a = red->src[k], &b = red->src[k + 1];
         int64_t nb = b->arg[1];
         NodeRef flat = ir::range(fresh, a->arg[1] * nb, true);
-        NodeRef body =
-            ir::substitute(red->src[0], {{a.get(), ir::idiv(flat, nb)}, {b.get(), ir::mod(flat, nb)}});
-        std::vector<NodeRef> src{body};
-        for (size_t j = 1; j < red->src.size(); j++)
-          if (j != k + 1) src.push_back(j == k ? flat : red->src[j]);
-        NodeRef cand = ir::simplify(
-            ir::substitute(cur, {{red.get(), ir::make(Op::REDUCE, red->dtype, red->shape, src, red->arg)}}));
+        NodeRef cand = with_reduce_loops(cur, red, k, 2, {flat},
+                                         {{a.get(), ir::idiv(flat, nb)}, {b.get(), ir::mod(flat, nb)}});
         if (index_cost(cand) <= cost) {
           log.push_back("COLLAPSE_REDUCE " + std::to_string(a->arg[1]) + "x" + std::to_string(nb));
           cur = cand;

@@ -17,16 +17,6 @@ using ir::Node;
 using ir::NodeRef;
 using ir::Op;
 
-namespace {
-
-bool uses(const NodeRef& n, const Node* r) {
-  for (auto& x : ir::toposort({n}))
-    if (x.get() == r) return true;
-  return false;
-}
-
-}  // namespace
-
 Scatter scatter_onehot_sums(const NodeRef& ast, Target target, std::vector<std::string>& log) {
   Scatter out{ast};
   // one output, whose value is one sum of floats, with no other sum in the kernel
@@ -48,7 +38,7 @@ Scatter scatter_onehot_sums(const NodeRef& ast, Target target, std::vector<std::
     // the selected index must move with the sum's loops (else it is one output, not a scatter)
     if (!body) continue;
     bool moves = false;
-    for (size_t k = 1; k < red->src.size(); k++) moves |= uses(index, red->src[k].get());
+    for (size_t k = 1; k < red->src.size(); k++) moves |= ir::reaches(index, red->src[k].get());
     if (!moves) continue;
     // the sum's loops become output loops: on the GPU outside the others (neighbouring threads add
     // into neighbouring elements), on the CPU inside them (the outermost loop, split over threads,

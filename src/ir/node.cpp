@@ -267,6 +267,12 @@ NodeRef land(NodeRef a, NodeRef b) {
   return alu(Op::AND, std::move(a), std::move(b));
 }
 
+bool reaches(const NodeRef& n, const Node* target) {
+  for (auto& x : toposort({n}))
+    if (x.get() == target) return true;
+  return false;
+}
+
 std::vector<NodeRef> toposort(const std::vector<NodeRef>& roots, bool below_realized) {
   std::vector<NodeRef> order;
   std::unordered_set<const Node*> seen;

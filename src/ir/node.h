@@ -99,6 +99,8 @@ NodeRef land(NodeRef a, NodeRef b);  // logical and of two bool expressions (nul
 // not go below a node that holds a buffer (a realized node that kept its graph for autograd): what
 // a realize computes.
 std::vector<NodeRef> toposort(const std::vector<NodeRef>& roots, bool below_realized = true);
+// Whether `target` is n or lies below it.
+bool reaches(const NodeRef& n, const Node* target);
 // Debug dump of a DAG, one line per node.
 std::string dump(const std::vector<NodeRef>& roots);
 // Number of interned nodes alive (for tests of the hash-consing table).

@@ -3,33 +3,18 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
-#include "codegen/passes.h"
 #include "helpers.h"
-#include "ir/graph_rewrite.h"
-#include "schedule/schedule.h"
 
 using namespace kiln;
 using kiln::testing::expect_matches_reference;
+using kiln::testing::kernel_opts;
 using kiln::testing::random_tensor;
-
-namespace {
-
-std::string opts_of(const Tensor& t) {
-  auto sched = schedule::make_schedule(ir::rewrite_graph({t.node()}));
-  std::string all;
-  codegen::Target target = default_device().is_cuda() ? codegen::Target::CUDA : codegen::Target::CPU;
-  for (auto& k : sched.kernels)
-    for (auto& o : codegen::lower(k.ast, target).opts) all += o + " ";
-  return all;
-}
-
-}  // namespace
 
 TEST(CollapseReduce, SumOverBatchAndTimeIsOneLoop) {
   // a bias gradient: (16, 64, 48) summed over its first two dims is one reduce of 1024
   Tensor x = random_tensor({16, 64, 48}, DType::F32, -1, 1, 12);
   Tensor s = x.sum({0, 1});
-  EXPECT_NE(opts_of(s).find("COLLAPSE_REDUCE 16x64"), std::string::npos) << opts_of(s);
+  EXPECT_NE(kernel_opts(s).find("COLLAPSE_REDUCE 16x64"), std::string::npos) << kernel_opts(s);
   EXPECT_TRUE(expect_matches_reference(s, 1e-4, 1e-4));
   // through a permute the loops are not adjacent in memory: values still right
   Tensor p = x.permute({2, 0, 1}).sum({0, 2});
@@ -45,13 +30,13 @@ TEST(SplitLoops, HeadsMergedIntoARowAreReadAsTwoLoops) {
   Tensor rows = a.permute({0, 2, 1, 3}).reshape({2, 8, 64});
   Tensor w = random_tensor({64, 24}, DType::F32, -1, 1, 14);
   Tensor y = rows.matmul(w);
-  EXPECT_NE(opts_of(y).find("SPLIT_REDUCE 4x16"), std::string::npos) << opts_of(y);
+  EXPECT_NE(kernel_opts(y).find("SPLIT_REDUCE 4x16"), std::string::npos) << kernel_opts(y);
   EXPECT_TRUE(expect_matches_reference(y, 1e-5, 1e-5));
   // its weight gradient: the merged rows are the innermost output loop, split the same way
   Tensor g = random_tensor({2, 8, 24}, DType::F32, -1, 1, 15);
   Tensor gw = rows.reshape({16, 64}).transpose(0, 1).matmul(g.reshape({16, 24}));
   Tensor gw2 = g.reshape({16, 24}).transpose(0, 1).matmul(rows.reshape({16, 64}));
-  EXPECT_NE(opts_of(gw2).find("SPLIT 4x16"), std::string::npos) << opts_of(gw2);
+  EXPECT_NE(kernel_opts(gw2).find("SPLIT 4x16"), std::string::npos) << kernel_opts(gw2);
   EXPECT_TRUE(expect_matches_reference(gw, 1e-5, 1e-5));
   EXPECT_TRUE(expect_matches_reference(gw2, 1e-5, 1e-5));
 }

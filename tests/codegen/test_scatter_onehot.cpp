@@ -5,30 +5,12 @@
 #include <kiln/kiln.h>
 #include <kiln/nn.h>
 
-#include "codegen/passes.h"
 #include "helpers.h"
-#include "ir/graph_rewrite.h"
-#include "schedule/schedule.h"
 
 using namespace kiln;
 using kiln::testing::expect_matches_reference;
+using kiln::testing::kernel_opts;
 using kiln::testing::random_tensor;
-
-namespace {
-
-// The opts of every kernel that computes t, joined.
-std::string opts_of(const Tensor& t) {
-  auto sched = schedule::make_schedule(ir::rewrite_graph({t.node()}));
-  std::string all;
-  for (auto& k : sched.kernels)
-    for (auto& o :
-         codegen::lower(k.ast, default_device().is_cuda() ? codegen::Target::CUDA : codegen::Target::CPU)
-             .opts)
-      all += o + " ";
-  return all;
-}
-
-}  // namespace
 
 TEST(ScatterOnehot, EmbeddingGradientIsAScatterAdd) {
   manual_seed(5);
@@ -38,7 +20,7 @@ TEST(ScatterOnehot, EmbeddingGradientIsAScatterAdd) {
   Tensor g = random_tensor({3, 32, 24}, DType::F32, -1, 1, 7);
   (nn::functional::embedding(idx, w) * g).sum().backward();
   Tensor gw = w.grad();
-  EXPECT_NE(opts_of(gw).find("SCATTER_ONEHOT 50"), std::string::npos) << opts_of(gw);
+  EXPECT_NE(kernel_opts(gw).find("SCATTER_ONEHOT 50"), std::string::npos) << kernel_opts(gw);
   EXPECT_TRUE(expect_matches_reference(gw, 1e-5, 1e-6));
 }
 
@@ -49,7 +31,7 @@ TEST(ScatterOnehot, TiedEmbeddingGradientIsAScatterAddBesideTheMatmul) {
   nn::GPT model(nn::GPTConfig{.vocab_size = 11, .block_size = 8, .n_layer = 1, .n_head = 2, .n_embd = 16});
   model->forward(randint(0, 11, {2, 8}), randint(0, 11, {2, 8})).second.backward();
   Tensor gw = model->wte->weight.grad();
-  EXPECT_NE(opts_of(gw).find("SCATTER_ONEHOT 11"), std::string::npos) << opts_of(gw);
+  EXPECT_NE(kernel_opts(gw).find("SCATTER_ONEHOT 11"), std::string::npos) << kernel_opts(gw);
   EXPECT_TRUE(expect_matches_reference(gw, 1e-4, 1e-5));
 }
 
@@ -65,8 +47,8 @@ TEST(ScatterOnehot, DeterministicSettingKeepsGpuSumsInOrder) {
   Tensor w = random_tensor({9, 5}, DType::F32, -1, 1, 16).requires_grad_();
   (nn::functional::embedding(idx, w) * 3.0).sum().backward();
   Tensor gw = w.grad();
-  bool scatters = opts_of(gw).find("SCATTER_ONEHOT") != std::string::npos;
-  EXPECT_EQ(scatters, !default_device().is_cuda()) << opts_of(gw);
+  bool scatters = kernel_opts(gw).find("SCATTER_ONEHOT") != std::string::npos;
+  EXPECT_EQ(scatters, !default_device().is_cuda()) << kernel_opts(gw);
   EXPECT_TRUE(expect_matches_reference(gw, 1e-5, 1e-6));
 }
 
@@ -76,7 +58,7 @@ TEST(ScatterOnehot, OneDimensionalSumIntoOneOutputLoop) {
   Tensor idx = tensor(std::vector<int64_t>{3, -1, 3, 0, 8, 9, 3, 1, 0, 8}, {10});
   Tensor x = random_tensor({10}, DType::F32, -1, 1, 8);
   Tensor out = where(idx.unsqueeze(-1) == arange(9), x.unsqueeze(-1), Scalar(0.0)).sum(0);
-  EXPECT_NE(opts_of(out).find("SCATTER_ONEHOT 9"), std::string::npos) << opts_of(out);
+  EXPECT_NE(kernel_opts(out).find("SCATTER_ONEHOT 9"), std::string::npos) << kernel_opts(out);
   std::vector<float> xv = x.to_vector<float>();
   std::vector<double> want(9, 0.0);
   std::vector<int64_t> iv = idx.to_vector<int64_t>();
@@ -90,7 +72,7 @@ TEST(ScatterOnehot, ScatterAddAndIndexAddUseIt) {
   Tensor src = random_tensor({4, 5}, DType::F32, -1, 1, 10);
   Tensor index = tensor(std::vector<int64_t>{2, 0, 2, 5}, {4});
   Tensor r = self.index_add(0, index, src, 2.0);
-  EXPECT_NE(opts_of(r).find("SCATTER_ONEHOT"), std::string::npos) << opts_of(r);
+  EXPECT_NE(kernel_opts(r).find("SCATTER_ONEHOT"), std::string::npos) << kernel_opts(r);
   EXPECT_TRUE(expect_matches_reference(r, 1e-6, 1e-7));
   Tensor idx2 = tensor(std::vector<int64_t>{1, 0, 1, 1, 0, 2}, {2, 3});
   EXPECT_TRUE(expect_matches_reference(self.scatter_add(1, idx2, src), 1e-6, 1e-7));
