@@ -30,6 +30,13 @@ bool expect_matches_reference(const Tensor& t);  // default_tol(t.dtype())
 // The opts (KILN_DEBUG=3 names) of every kernel that realizing t would run on the default device,
 // each followed by a space.
 std::string kernel_opts(const Tensor& t);
+
+// KILN_DETERMINISTIC for the scope: results bit-identical on the GPU too (no atomic scatter-adds)
+struct Deterministic {
+  bool before = settings().deterministic;
+  Deterministic() { settings().deterministic = true; }
+  ~Deterministic() { settings().deterministic = before; }
+};
 // The same, for a tensor that may already be realized: `graph` is t.node() taken before realizing.
 bool expect_matches_reference(const Tensor& t, const std::shared_ptr<const ir::Node>& graph, double rtol,
                               double atol);

@@ -38,11 +38,7 @@ TEST(ScatterOnehot, TiedEmbeddingGradientIsAScatterAddBesideTheMatmul) {
 TEST(ScatterOnehot, DeterministicSettingKeepsGpuSumsInOrder) {
   // KILN_DETERMINISTIC: the GPU keeps the sum (atomic adds vary in order); the CPU's scatter is in
   // order already (each thread owns its output columns) and stays
-  struct Deterministic {
-    bool before = settings().deterministic;
-    Deterministic() { settings().deterministic = true; }
-    ~Deterministic() { settings().deterministic = before; }
-  } deterministic;
+  kiln::testing::Deterministic deterministic;
   Tensor idx = randint(0, 7, {40});
   Tensor w = random_tensor({9, 5}, DType::F32, -1, 1, 16).requires_grad_();
   (nn::functional::embedding(idx, w) * 3.0).sum().backward();

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "helpers.h"
+
 using namespace kiln;
 
 namespace {
@@ -71,6 +73,7 @@ struct JitTrainer {
 }  // namespace
 
 TEST(Resume, CheckpointContinuesBitIdentically) {
+  kiln::testing::Deterministic deterministic;
   manual_seed(7);
   std::vector<float> straight;
   {
@@ -130,12 +133,7 @@ TEST(Resume, JitCapturedStepAdvancesTheOptimizerStepCount) {
 // 4 jitted steps, a checkpoint, 4 more jitted steps in a fresh process-like setup: the same losses
 // and parameters, bit for bit, as 8 uninterrupted jitted steps.
 TEST(Resume, JitCheckpointContinuesBitIdentically) {
-  // bit-identical on the GPU too: no atomic scatter-adds, whose order varies
-  struct Deterministic {
-    bool before = settings().deterministic;
-    Deterministic() { settings().deterministic = true; }
-    ~Deterministic() { settings().deterministic = before; }
-  } deterministic;
+  kiln::testing::Deterministic deterministic;
   manual_seed(7);
   std::vector<float> straight;
   std::vector<std::vector<float>> straight_params;
