@@ -289,6 +289,49 @@ inline tile::Program multicast_order_program(const Tensor& x) {  // x: 96 x 32, 
   return p;
 }
 
+// Core 0 multicasts the 64 tiles of x, in order, to core 1 through a ring of two slots: each
+// payload goes into a slot core 1's compute role has just read and freed, so y = x only if no
+// sender overwrites a slot before its reader is done with it.
+inline const char* kMulticastStream = R"(
+void reader() {
+  for (long long i = 0; i < 64; i++) {
+    if (core_x() == 0) {
+      auto xb = x_cb.scoped_reserve();
+      dma(x.slice(i, 0), xb).wait();
+      mcast(xb, r_cb, CoreRange{1, 0, 2, 1}).wait();
+    } else {
+      auto rb = r_cb.scoped_reserve();
+      mcast_receive(rb).wait();
+    }
+  }
+}
+void compute() {
+  for (int i = 0; i < 64; i++) {
+    if (core_x() == 0) {
+      auto xb = x_cb.scoped_wait();
+    } else {
+      auto rb = r_cb.scoped_wait();
+      auto yb = y_cb.scoped_reserve();
+      yb.store(rb);
+    }
+  }
+}
+void writer() {
+  if (core_x() == 1)
+    for (long long i = 0; i < 64; i++) {
+      auto yb = y_cb.scoped_wait();
+      dma(yb, y.slice(i, 0)).wait();
+    }
+}
+)";
+
+inline tile::Program multicast_stream_program(const Tensor& x) {  // x: 2048 x 32, 64 tiles
+  tile::Program p("multicast_stream", kMulticastStream, tile::Grid::grid2d(1, 2));
+  p.input("x", x).output("y", {2048, 32}, DType::F32);
+  p.cb("x_cb", 1, 1, DType::F32).cb("r_cb", 1, 1, DType::F32).cb("y_cb", 1, 1, DType::F32);
+  return p;
+}
+
 inline const char* kReadThenSignal = R"(
 // Core 1 reads `stage` (zeros) and then signals core 0, which only then overwrites stage with x:
 // the read has landed once its wait() returned and the signal went out, so y (what core 1 read) is

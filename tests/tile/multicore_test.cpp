@@ -140,6 +140,14 @@ TEST(TileMulticast, ReceivesFillInPostingOrderAfterTheRingWraps) {
   expect_near_all(p.result("y"), x.to_vector<float>(), 0, 0);
 }
 
+// 64 payloads through a ring of two slots: each lands in order, after its slot was read.
+TEST(TileMulticast, AStreamThroughATwoSlotRingArrivesIntact) {
+  Tensor x = tile_input({2048, 32}, 68);
+  Program p = multicast_stream_program(x);
+  p.run();
+  expect_near_all(p.result("y"), x.to_vector<float>(), 0, 0);
+}
+
 // A read waited before a semaphore signal has read its source: the core the signal releases may
 // overwrite it (on the GPU the signal settles the role's reads first).
 TEST(TileSemaphore, ReadWaitedBeforeASignalHasReadItsSource) {

@@ -177,6 +177,11 @@ std::vector<Case> cases() {
   v.push_back({"multicast_order", {"y"}, 0, 0, [](Device d) {
                  return multicast_order_program(on(tile_input({96, 32}, 66), d));
                }});
+  // 64 payloads through a two-slot ring in one cluster: every slot is rewritten through
+  // distributed shared memory right after the receiving core's compute role read it
+  v.push_back({"multicast_stream", {"y"}, 0, 0, [](Device d) {
+                 return multicast_stream_program(on(tile_input({2048, 32}, 68), d));
+               }});
   // a data-movement role's read, waited, then a semaphore signal after which another core
   // overwrites what it read: y must hold the zeros read before
   v.push_back({"read_then_signal", {"y", "stage"}, 0, 0, [](Device d) {
@@ -280,10 +285,13 @@ TEST(TileCudaCompile, TraceSettingCompilesTheRecordingIn) {
 
 // ---- on the GPU ----
 
-TEST(TileCuda, ExamplesMatchTheCpuBackend) {
+// One test per example, so a tool (compute-sanitizer) can run them one at a time.
+class TileCudaExample : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TileCudaExample, MatchesTheCpuBackend) {
   KILN_REQUIRE_GPU();
   for (auto& c : cases()) {
-    SCOPED_TRACE(c.name);
+    if (c.name != GetParam()) continue;
     Program cpu = c.make(Device::cpu());
     cpu.run();
     Program gpu = c.make(Device::cuda());
@@ -295,6 +303,14 @@ TEST(TileCuda, ExamplesMatchTheCpuBackend) {
     }
   }
 }
+
+std::vector<std::string> case_names() {
+  std::vector<std::string> names;
+  for (auto& c : cases()) names.push_back(c.name);
+  return names;
+}
+INSTANTIATE_TEST_SUITE_P(TileCuda, TileCudaExample, ::testing::ValuesIn(case_names()),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 // A 2D grid whose kernel multicasts launches in thread-block clusters (the row multicast examples
 // above check the values); one that only signals semaphores does not.
