@@ -33,7 +33,7 @@ if [ -z "${SKIP_SUITE:-}" ]; then
   # CPU-only checks) do not apply
   # (and the tile tests whose CPU-sized blocks exceed a GPU block's shared memory, the CPU backend's
   # program cache and error messages, and the tile layernorm op, which applies to CPU tensors)
-  cpu_only='^install|TileWatchdog\.|TileLimits\.|^tool\.|^example\.|^clang\.|^avx2\.|ProgramCache\.|CompilerCheck\.|Introspection\.(DotProduct|DebugLevels|Validate)|Errors\.(NoCompilerFound|KernelFailsToCompile)|TileErrors\.|TileBroadcast\.|LayerNormTile\.|TileEltwise\.SecondLaunchWithNewArgsCompilesNothing|TileCompute\.ColumnSumsAcrossBlocks'
+  cpu_only='^install|^viz\.|TileWatchdog\.|TileLimits\.|^tool\.|^example\.|^clang\.|^avx2\.|ProgramCache\.|CompilerCheck\.|Introspection\.(DotProduct|DebugLevels|Validate)|Errors\.(NoCompilerFound|KernelFailsToCompile)|TileErrors\.|TileBroadcast\.|LayerNormTile\.|TileEltwise\.SecondLaunchWithNewArgsCompilesNothing|TileCompute\.ColumnSumsAcrossBlocks'
   (cd "$BUILD" && KILN_DEVICE=cuda ctest -j "$JOBS" --timeout 300 -E "${SUITE_EXCLUDE:-$cpu_only}" \
      --output-on-failure > "$OUT/suite.log" 2>&1); rc=$?
   grep -E "tests passed|Failed|\*\*\*" "$OUT/suite.log" | tail -60; [ $rc = 0 ] || status=1

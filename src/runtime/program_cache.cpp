@@ -4,9 +4,12 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "codegen/render_c.h"
@@ -94,6 +97,51 @@ Batch make_batch(const std::string& prelude, const std::vector<KernelSource>& ke
   return b;
 }
 
+std::vector<std::vector<size_t>> compile_groups(const std::vector<KernelSource>& kernels,
+                                                const std::vector<size_t>& missing) {
+  std::vector<std::vector<size_t>> by_symbol;  // in first-seen order
+  std::unordered_map<std::string, size_t> index;
+  for (size_t i : missing) {
+    auto [it, added] = index.emplace(kernels[i].symbol, by_symbol.size());
+    if (added) by_symbol.emplace_back();
+    by_symbol[it->second].push_back(i);
+  }
+  size_t threads = std::max(1u, std::thread::hardware_concurrency());
+  size_t n = std::min(threads, (by_symbol.size() + 7) / 8);
+  if (n <= 1) return {missing};
+  // largest first, each to the group with the least source so far
+  std::vector<size_t> order(by_symbol.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  auto size_of = [&](size_t s) { return kernels[by_symbol[s][0]].source.size(); };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return size_of(a) > size_of(b); });
+  std::vector<std::vector<size_t>> groups(n);
+  std::vector<size_t> bytes(n, 0);
+  for (size_t s : order) {
+    size_t g = static_cast<size_t>(std::min_element(bytes.begin(), bytes.end()) - bytes.begin());
+    groups[g].insert(groups[g].end(), by_symbol[s].begin(), by_symbol[s].end());
+    bytes[g] += size_of(s);
+  }
+  for (auto& g : groups) std::sort(g.begin(), g.end());  // the schedule's order within a group
+  return groups;
+}
+
+void run_parallel(size_t n, const std::function<void(size_t)>& f) {
+  if (n == 1) return f(0);
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < n; i++)
+    threads.emplace_back([&, i] {
+      try {
+        f(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 uint64_t hash_string(const std::string& s, uint64_t seed) {
   uint64_t h = 1469598103934665603ull ^ seed;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
@@ -131,19 +179,24 @@ std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels) {
   }
   if (missing.empty()) return fns;
 
-  // one compiler call for every kernel this schedule still needs
-  Batch batch = make_batch(codegen::c_prelude(), kernels, keys, missing, id);
-  const std::string &src = batch.source, &what = batch.what;
-  std::string so = "b_" + batch.key + ".so";
-  compile_shared_object(src, dir + "/" + so, what);
-  auto lib = open_library(dir + "/" + so);
-  if (!lib) throw Error("kiln.compile: cannot load " + dir + "/" + so + ": " + dlerror());
-  for (size_t i : missing) {
-    fns[i] = find_symbol(lib, kernels[i].symbol);
-    if (!fns[i]) throw Error("kiln.compile: kernel " + kernels[i].name + " missing from " + so);
-    c.fns[keys[i]] = fns[i];
-    write_entry(dir + "/k_" + keys[i] + ".idx", so);
-    stats().kernels_compiled++;
+  // the kernels this schedule still needs, in groups compiled side by side
+  std::vector<std::vector<size_t>> groups = compile_groups(kernels, missing);
+  std::vector<Batch> batches(groups.size());
+  run_parallel(groups.size(), [&](size_t g) {
+    batches[g] = make_batch(codegen::c_prelude(), kernels, keys, groups[g], id);
+    compile_shared_object(batches[g].source, dir + "/b_" + batches[g].key + ".so", batches[g].what);
+  });
+  for (size_t g = 0; g < groups.size(); g++) {
+    std::string so = "b_" + batches[g].key + ".so";
+    auto lib = open_library(dir + "/" + so);
+    if (!lib) throw Error("kiln.compile: cannot load " + dir + "/" + so + ": " + dlerror());
+    for (size_t i : groups[g]) {
+      fns[i] = find_symbol(lib, kernels[i].symbol);
+      if (!fns[i]) throw Error("kiln.compile: kernel " + kernels[i].name + " missing from " + so);
+      c.fns[keys[i]] = fns[i];
+      write_entry(dir + "/k_" + keys[i] + ".idx", so);
+      stats().kernels_compiled++;
+    }
   }
   return fns;
 }

@@ -2,6 +2,7 @@
 // content hash of (kernel source, compiler, flags). Misses of one schedule compile in one call.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,14 @@ Batch make_batch(const std::string& prelude, const std::vector<KernelSource>& ke
                  const std::vector<std::string>& keys, const std::vector<size_t>& missing,
                  const std::string& id);
 std::string hash_hex(uint64_t v);  // 16 hex digits
+// The missing kernels as groups to compile in parallel, one translation unit each: about 8 distinct
+// kernels a group, at most one group per hardware thread, sizes balanced, a symbol's kernels
+// together. A few kernels stay one group.
+std::vector<std::vector<size_t>> compile_groups(const std::vector<KernelSource>& kernels,
+                                                const std::vector<size_t>& missing);
+// Runs f(0), ..., f(n - 1) on n threads (inline when n is 1); rethrows the first exception once all
+// have ended.
+void run_parallel(size_t n, const std::function<void(size_t)>& f);
 
 std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels);
 // The address of `symbol` in the shared object built by the C++ compiler from `source` (tile

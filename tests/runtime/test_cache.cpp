@@ -6,8 +6,11 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <thread>
 
 #include "helpers.h"
+#include "runtime/program_cache.h"
 
 using namespace kiln;
 using kiln::testing::TempCache;
@@ -64,4 +67,39 @@ TEST(ProgramCache, ManyKernelsCompileInOneCall) {
   realize({x - a, x * b, (x + 7).sum()});
   EXPECT_EQ(stats().compiler_invocations - s0.compiler_invocations, 1);
   EXPECT_GE(stats().kernels_compiled - s0.kernels_compiled, 4);
+}
+
+// Many distinct kernels compile in groups side by side (one translation unit each, at most one per
+// hardware thread), a symbol's duplicates in one group; every kernel still computes its value.
+TEST(ProgramCache, ManyKernelsCompileInParallelGroups) {
+  std::vector<runtime::KernelSource> ks;
+  std::vector<size_t> missing;
+  for (int i = 0; i < 40; i++) {
+    ks.push_back({"k" + std::to_string(i), "s" + std::to_string(i % 30), std::string(10 + i, 'x')});
+    missing.push_back(static_cast<size_t>(i));
+  }
+  auto groups = runtime::compile_groups(ks, missing);
+  const size_t threads = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_EQ(groups.size(), std::min<size_t>(threads, 4));  // 30 symbols: 8 a group
+  std::vector<int> seen(40, 0);
+  std::map<std::string, size_t> group_of;
+  for (size_t g = 0; g < groups.size(); g++) {
+    EXPECT_TRUE(std::is_sorted(groups[g].begin(), groups[g].end()));
+    for (size_t i : groups[g]) {
+      seen[i]++;
+      auto [it, added] = group_of.emplace(ks[i].symbol, g);
+      EXPECT_EQ(it->second, g) << ks[i].symbol << " split over two groups";
+    }
+  }
+  for (int n : seen) EXPECT_EQ(n, 1);
+  EXPECT_EQ(runtime::compile_groups(ks, {0, 1, 2}).size(), 1u);  // a few: one call
+
+  TempCache c("kiln_cache_parallel_");
+  std::vector<Tensor> outs;
+  for (int i = 0; i < 24; i++) outs.push_back((arange(0.0, 8.0) * (i + 2) + i).sum());
+  Stats s0 = stats();
+  realize(outs);
+  EXPECT_EQ(stats().compiler_invocations - s0.compiler_invocations,
+            static_cast<int64_t>(std::min<size_t>(threads, 3)));
+  for (int i = 0; i < 24; i++) EXPECT_EQ(outs[i].item<float>(), 28 * (i + 2) + 8 * i) << i;
 }

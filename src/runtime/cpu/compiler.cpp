@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
@@ -109,7 +110,7 @@ void compile_shared_object(const std::string& source, const std::string& so_path
   std::string tmp = temp_name(so_path), c_path = temp_name(so_path, lang == Language::C ? ".c" : ".cpp");
   write_file_atomic(c_path, source, /*clean_stale=*/false);
   std::string out;
-  stats().compiler_invocations++;
+  std::atomic_ref<int64_t>(stats().compiler_invocations).fetch_add(1);  // compiles run side by side
   std::string inc = include_dir.empty() ? "" : " -I " + shell_quote(include_dir);
   int rc = run_command(
       shell_quote(cc) + " " + c.flags + inc + " -o " + shell_quote(tmp) + " " + shell_quote(c_path), out);

@@ -3,6 +3,7 @@
 #include "runtime/cuda/program_cache.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <unordered_map>
@@ -79,7 +80,7 @@ std::string compile(const Context& c, const std::string& src, const std::string&
   std::string cubin(n, '\0');
   a->nvrtcGetCUBIN(prog, cubin.data());
   a->nvrtcDestroyProgram(&prog);
-  stats().compiler_invocations++;
+  std::atomic_ref<int64_t>(stats().compiler_invocations).fetch_add(1);  // compiles run side by side
   return cubin;
 }
 
@@ -141,19 +142,27 @@ std::vector<CUfunction> load_kernels(int ordinal, const std::vector<KernelSource
   }
   if (missing.empty()) return fns;
 
-  Batch batch = make_batch(codegen::cuda_prelude(), kernels, keys, missing, id);
-  const std::string& what = batch.what;
-  std::string cubin = compile(c, batch.source, what, options(c));
-  std::string file = "b_" + batch.key + ".cubin";
-  write_entry(dir + "/" + file, cubin);
-  CUmodule m = load_module(c, dir + "/" + file, &cubin);
-  if (!m) throw Error("kiln.cuda: the driver could not load the compiled kernels " + what);
-  for (size_t i : missing) {
-    fns[i] = get_function(c, m, kernels[i].symbol);
-    if (!fns[i]) throw Error("kiln.cuda: kernel " + kernels[i].name + " missing from " + file);
-    k.fns[prefix + keys[i]] = fns[i];
-    write_entry(dir + "/cu_" + keys[i] + ".idx", file);
-    stats().kernels_compiled++;
+  // NVRTC compiles the groups side by side; the driver loads them here
+  std::vector<std::vector<size_t>> groups = compile_groups(kernels, missing);
+  std::vector<Batch> batches(groups.size());
+  std::vector<std::string> cubins(groups.size());
+  const std::vector<std::string> opts = options(c);
+  run_parallel(groups.size(), [&](size_t g) {
+    batches[g] = make_batch(codegen::cuda_prelude(), kernels, keys, groups[g], id);
+    cubins[g] = compile(c, batches[g].source, batches[g].what, opts);
+  });
+  for (size_t g = 0; g < groups.size(); g++) {
+    std::string file = "b_" + batches[g].key + ".cubin";
+    write_entry(dir + "/" + file, cubins[g]);
+    CUmodule m = load_module(c, dir + "/" + file, &cubins[g]);
+    if (!m) throw Error("kiln.cuda: the driver could not load the compiled kernels " + batches[g].what);
+    for (size_t i : groups[g]) {
+      fns[i] = get_function(c, m, kernels[i].symbol);
+      if (!fns[i]) throw Error("kiln.cuda: kernel " + kernels[i].name + " missing from " + file);
+      k.fns[prefix + keys[i]] = fns[i];
+      write_entry(dir + "/cu_" + keys[i] + ".idx", file);
+      stats().kernels_compiled++;
+    }
   }
   return fns;
 }
