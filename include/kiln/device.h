@@ -1,6 +1,7 @@
 // Devices kiln can place tensors on: the CPU and CUDA GPUs.
 #pragma once
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace kiln {
@@ -28,6 +29,16 @@ void set_default_device(Device d);
 bool cuda_available(std::string* why = nullptr);
 // Waits until all work queued on the device has finished (a no-op on the CPU).
 void synchronize(Device d = default_device());
+
+// Device memory of a GPU as kiln's caching allocator counts it, in bytes: held by tensors, arenas
+// and scratch (in_use, as torch.cuda.memory_allocated), the most ever held since the start or the
+// last reset_peak_memory (peak, as max_memory_allocated) and freed blocks kept for reuse (cached).
+struct MemoryStats {
+  int64_t in_use = 0, peak = 0, cached = 0;
+};
+// A kiln::Error for the CPU, whose memory is not counted.
+MemoryStats memory_stats(Device d = default_device());
+void reset_peak_memory(Device d = default_device());  // peak = in_use
 
 // The time a device spends on the work queued between start() and stop_ms(), as PyTorch times GPU
 // code: on a GPU, two events recorded on kiln's stream (a launch returns once it is queued, so the

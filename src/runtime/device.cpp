@@ -6,6 +6,7 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
+#include "runtime/cuda/allocator.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/driver.h"
 
@@ -44,6 +45,19 @@ bool cuda_available(std::string* why) {
   const auto& a = runtime::cuda::availability();
   if (!a.available && why) *why = a.reason;
   return a.available;
+}
+
+MemoryStats memory_stats(Device d) {
+  if (!d.is_cuda())
+    throw Error("kiln.memory_stats: memory is counted on CUDA devices only, not on " + d.str());
+  runtime::cuda::AllocatorStats a = runtime::cuda::allocator_stats(d.index);
+  return {static_cast<int64_t>(a.in_use), static_cast<int64_t>(a.peak), static_cast<int64_t>(a.cached)};
+}
+
+void reset_peak_memory(Device d) {
+  if (!d.is_cuda())
+    throw Error("kiln.reset_peak_memory: memory is counted on CUDA devices only, not on " + d.str());
+  runtime::cuda::reset_peak(d.index);
 }
 
 void synchronize(Device d) {

@@ -14,9 +14,9 @@
 #include "runtime/cuda/graph.h"
 
 using namespace kiln;
+using kiln::testing::error_of;
 using kiln::testing::expect_matches_reference;
 using kiln::testing::random_tensor;
-using kiln::testing::error_of;
 namespace F = kiln::nn::functional;
 
 namespace {
@@ -252,6 +252,39 @@ TEST_F(Cuda, AllocatorReusesFreedBlocks) {
   }
   auto after = runtime::cuda::allocator_stats(0);
   EXPECT_EQ(after.device_allocs, before.device_allocs);  // each iteration reuses the last block
+}
+
+TEST(MemoryStats, TheCpuIsNotCountedAndSaysSo) {
+  EXPECT_THROW(
+      {
+        try {
+          memory_stats(Device::cpu());
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("memory_stats"), std::string::npos) << e.what();
+          EXPECT_NE(std::string(e.what()).find("cpu"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      Error);
+  EXPECT_THROW(reset_peak_memory(Device::cpu()), Error);
+}
+
+// memory_stats counts a tensor's bytes while it lives; the peak stays until reset.
+TEST_F(Cuda, MemoryStatsCountTheTensorsAndThePeak) {
+  synchronize(gpu);
+  reset_peak_memory(gpu);
+  const MemoryStats s0 = memory_stats(gpu);
+  EXPECT_EQ(s0.peak, s0.in_use);
+  {
+    Tensor t = randn({4096, 1024}, {.device = gpu});  // 16 MiB
+    t.realize();
+    EXPECT_GE(memory_stats(gpu).in_use - s0.in_use, 16 << 20);
+  }
+  const MemoryStats s1 = memory_stats(gpu);
+  EXPECT_LT(s1.in_use - s0.in_use, 16 << 20);
+  EXPECT_GE(s1.peak - s0.in_use, 16 << 20);
+  reset_peak_memory(gpu);
+  EXPECT_EQ(memory_stats(gpu).peak, memory_stats(gpu).in_use);
 }
 
 TEST_F(Cuda, SecondRunCompilesNothing) {

@@ -103,6 +103,12 @@ AllocatorStats allocator_stats(int ordinal) {
   return p.stats;
 }
 
+void reset_peak(int ordinal) {
+  Pool& p = pool(ordinal);
+  std::lock_guard<std::mutex> l(p.mu);
+  p.stats.peak = p.stats.in_use;
+}
+
 void release_cached(int ordinal) {
   Context& c = context(ordinal);
   Pool& p = pool(ordinal);

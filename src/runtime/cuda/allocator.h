@@ -20,6 +20,7 @@ struct AllocatorStats {
 CUdeviceptr device_alloc(int ordinal, size_t bytes);
 void device_free(int ordinal, CUdeviceptr p, size_t bytes);
 AllocatorStats allocator_stats(int ordinal);
+void reset_peak(int ordinal);      // peak = in_use
 void release_cached(int ordinal);  // gives cached blocks back to the driver
 
 }  // namespace kiln::runtime::cuda
