@@ -59,9 +59,9 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"workload\": \"G8\", \"name\": \"gpt2_124M_train_step_B%lld_T%lld_f32\", \"impl\": \"kiln%s\", "
       "\"ms\": %.1f, \"tok/s\": %.0f, \"first_step_s\": %.1f, \"loss_first\": %.4f, \"loss_last\": %.4f, "
-      "\"params\": %lld}\n",
+      "\"params\": %lld, \"peak_mb\": %.0f}\n",
       static_cast<long long>(B), static_cast<long long>(T), use_jit ? "-jit" : "", med,
       static_cast<double>(B * T) / med * 1e3, first_s, losses.front(), losses.back(),
-      static_cast<long long>(model->num_parameters()));
+      static_cast<long long>(model->num_parameters()), static_cast<double>(memory_stats().peak) / 1e6);
   return 0;
 }

@@ -148,6 +148,7 @@ def gpt2(B, T):
     """G8 as bench_gpt2_gpu runs it: f32 with TF32 matmuls, AdamW, random tokens; eager and compiled."""
     for impl in ("torch-eager", "torch-compile"):
         torch.manual_seed(0)
+        torch.cuda.reset_peak_memory_stats()
         model = GPT().to(dev)
         opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.0)
         fwd = torch.compile(model) if impl == "torch-compile" else model
@@ -163,8 +164,10 @@ def gpt2(B, T):
         t0 = time.time(); first = step().item(); ct = time.time() - t0
         ms = bench(step, warmup=2, reps=10)
         report("G8", f"gpt2_124M_train_step_B{B}_T{T}_f32", impl, ms, **{"tok/s": round(B * T / ms * 1e3),
-               "first_step_s": round(ct, 1), "loss_first": round(first, 4)})
+               "first_step_s": round(ct, 1), "loss_first": round(first, 4),
+               "peak_mb": round(torch.cuda.max_memory_allocated() / 1e6)})
         del model, opt
+        torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":
