@@ -1,6 +1,7 @@
 // Memory planning: arena placement properties, and which kernel outputs a realize plans.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
+#include <kiln/nn.h>
 
 #include <random>
 
@@ -111,4 +112,25 @@ TEST(MemoryPlan, AnIntermediateWithoutHoldersIsPlannedAndStillCorrect) {
   Stats before = stats();
   kiln::testing::expect_matches_reference(out, graph, 1e-4, 1e-4);
   EXPECT_GT(stats().arena_bytes, before.arena_bytes);
+}
+
+// A value read only by a graph outside the realize (a training step's loss, read after the
+// optimizer's realize stored the parameters) whose nodes the rewrites change: its stored parts
+// are read by the later realize, not computed again.
+TEST(MemoryPlan, ALossReadAfterTheOptimizerStepComputesOnlyItsLastKernels) {
+  manual_seed(0);
+  nn::GPT model(nn::GPTConfig{.vocab_size = 96, .block_size = 32, .n_layer = 1, .n_head = 2, .n_embd = 32});
+  optim::AdamW opt(model->parameters(), {.lr = 3e-4});
+  Tensor idx = randint(0, 96, {2, 16}).realize(), tgt = randint(0, 96, {2, 16}).realize();
+  for (int step = 0; step < 2; step++) {
+    Tensor loss = model->forward(idx, tgt).second;
+    std::shared_ptr<const ir::Node> graph = loss.node();
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    const int64_t kernels = stats().kernels_run;
+    loss.realize();
+    EXPECT_LE(stats().kernels_run - kernels, 3) << "the forward was computed again for the loss";
+    kiln::testing::expect_matches_reference(loss, graph, 1e-4, 1e-5);  // with the old parameters
+  }
 }
