@@ -279,6 +279,26 @@ Tensor Tensor::detach() const {
   return Tensor(ir::make(Op::DETACH, dtype(), shape(), {node()}));
 }
 
+namespace {
+std::vector<std::weak_ptr<Tensor::Impl>>& backward_roots() {
+  thread_local std::vector<std::weak_ptr<Tensor::Impl>> roots;
+  return roots;
+}
+}  // namespace
+
+std::vector<Tensor> autograd::take_backward_roots() {
+  std::vector<Tensor> out;
+  // handles on the same nodes, not detached copies (what a Tensor made under a NoGradGuard is)
+  const bool was = g_grad_enabled;
+  g_grad_enabled = true;
+  for (auto& w : backward_roots())
+    if (auto impl = w.lock(); impl && impl->node->op != Op::BUFFER && !impl->node->buffer)
+      out.push_back(Tensor(impl->node));  // the same node: computing it computes the caller's tensor
+  g_grad_enabled = was;
+  backward_roots().clear();
+  return out;
+}
+
 void Tensor::backward(std::optional<Tensor> grad_output) const {
   auto leaves = leaves_in(node());
   if (leaves.empty() || !requires_grad())
@@ -295,6 +315,9 @@ void Tensor::backward(std::optional<Tensor> grad_output) const {
     fail("backward", "grad_output of shape " + shape_str(grad_output->shape()) + " for a tensor of shape " +
                          shape_str(shape()));
   auto grads = backprop({node()}, {grad_output->to(dtype())}, leaves);
+  auto& roots = backward_roots();
+  if (roots.size() >= 64) roots.erase(roots.begin());  // a loop that never steps keeps a few
+  roots.push_back(impl_);
   for (size_t i = 0; i < leaves.size(); i++) {
     auto impl = autograd::leaf_of(leaves[i].get());
     if (!impl || !grads[i]) continue;

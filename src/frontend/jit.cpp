@@ -223,10 +223,11 @@ struct Replay {
 Replay prepare(Step&& st) {
   Replay r;
   if (!st.slots.empty()) r.device = st.slots.front().buffer->device;
-  size_t arena_bytes = 0;
+  // the schedules' arenas overlay in one, the largest of the capture call's: their values died
+  // with their schedules, and a second arena that size would double the step's peak memory
   for (auto& s : st.slots)
-    if (s.role == Role::Arena) arena_bytes = std::max(arena_bytes, s.buffer->base->nbytes());
-  if (arena_bytes) r.arena = std::make_shared<Buffer>(DType::U8, static_cast<int64_t>(arena_bytes), r.device);
+    if (s.role == Role::Arena && (!r.arena || s.buffer->base->nbytes() > r.arena->nbytes()))
+      r.arena = s.buffer->base;
   for (auto& s : st.slots) {
     Replay::ReplaySlot rs{Replay::Kind::Fixed, s.input, s.state, nullptr, s.buffer->dtype, s.buffer->numel};
     switch (s.role) {

@@ -20,6 +20,10 @@ void register_leaf(const std::shared_ptr<Tensor::Impl>& impl);
 std::shared_ptr<Tensor::Impl> leaf_of(const ir::Node* n);
 // Points a tensor at a new node, as assign_ + realize would (a leaf stays registered).
 void rebind(const std::shared_ptr<Tensor::Impl>& impl, ir::NodeRef node);
+// The tensors backward() ran from on this thread since the last call that are still alive and not
+// computed (a training step's loss): an optimizer step computes them in the schedule of the
+// gradients, where their forward is computed anyway, instead of a later read computing it again.
+std::vector<Tensor> take_backward_roots();
 }  // namespace autograd
 
 namespace frontend {

@@ -101,14 +101,12 @@ Node::~Node() {
   // stack: the outermost ~Node on this thread frees, one by one, the sources of all nodes freed
   // under it.
   thread_local std::vector<NodeRef>* pending = nullptr;
-  if (src.empty() && !image) return;
+  if (src.empty()) return;
   if (pending) {
     for (auto& s : src) pending->push_back(std::move(s));
-    if (image) pending->push_back(std::move(image));
     return;
   }
   std::vector<NodeRef> work = std::move(src);
-  if (image) work.push_back(std::move(image));
   pending = &work;
   while (!work.empty()) {
     NodeRef n = std::move(work.back());

@@ -43,10 +43,6 @@ struct Node {
   // The longest chain of unrealized nodes from here down, this one included: how deep a kernel
   // computing it would nest. 0 for nodes without sources and for realized ones (see set_buffer).
   mutable std::atomic<uint32_t> depth{0};
-  // What a realize rewrote this unrealized node to, when something outside that realize held it:
-  // kept alive with it, so a later realize of it rewrites to the same nodes and reads the outputs
-  // stored for it then (runtime/survivors.h) instead of computing them again.
-  mutable NodeRef image;
   bool interned = false;  // in the hash-consing table (make() sets it)
 
   Node() = default;

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "frontend/tensor_impl.h"
 #include "ir/node.h"
 #include "kiln/jit.h"
 #include "kiln/optim.h"
@@ -90,8 +91,10 @@ void Optimizer::step() {
     target.assign_(value);
     outs.push_back(target);
   }
-  // the gradients are computed by this schedule anyway; storing them keeps grad() cheap to read
+  // the gradients are computed by this schedule anyway; storing them keeps grad() cheap to read,
+  // and the losses they came from need only the last kernels of the forward this schedule computes
   for (auto& g : grads) outs.push_back(g);
+  for (auto& loss : autograd::take_backward_roots()) outs.push_back(loss);
   realize(outs);
 }
 

@@ -272,9 +272,6 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
   for (size_t i = 0; i < sched.kernels.size(); i++)
     for (size_t o = 0; o < sched.kernels[i].outputs.size(); o++)
       if (plan.offset[i][o] >= 0) ir::set_buffer(*sched.kernels[i].outputs[o], nullptr);
-  // held nodes keep their images, whose stored outputs a later realize of them reads
-  for (size_t i = 0; i < held.size(); i++)
-    if (held_images[i] != held[i]) held[i]->image = held_images[i];
   // roots the rewrites turned into other (already computed) nodes share their buffers
   for (size_t i = 0; i < roots.size(); i++)
     if (!roots[i]->buffer) ir::set_buffer(*roots[i], rewritten[i]->buffer);

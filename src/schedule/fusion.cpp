@@ -3,6 +3,7 @@
 // result would be recomputed (broadcast by an EXPAND, nested in another reduce, or shared by
 // kernels); shared elementwise work is realized when storing it moves fewer bytes than recomputing.
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -246,13 +247,29 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
           says(view ? "read by attention through a strided view" : "read by attention as a contiguous copy"));
     }
   }
+  // owners: for each unrealized node, the realize points whose kernels would compute it. Each
+  // point's walk is kept between rounds: a round walks again only the points whose kernels computed
+  // a node that has become a point since (any other walk would visit the same nodes and add nothing),
+  // so a large graph costs the changed walks per round, not the whole graph.
+  std::unordered_map<const Node*, std::vector<size_t>> owners;
+  std::unordered_map<const Node*, NodeRef> keep;
+  std::vector<std::vector<const Node*>> walked;  // per point: the nodes its kernel computes
+  std::vector<char> dirty;                       // per point: walk it (again) this round
+  size_t marked = 0;                             // points whose owners were marked dirty
   for (bool changed = true; changed;) {
     changed = false;
-    // owners: for each unrealized node, the realize points whose kernels would compute it (each
-    // point's walk is one run, so a point is listed once)
-    std::unordered_map<const Node*, std::vector<const Node*>> owners;
-    std::unordered_map<const Node*, NodeRef> keep;
+    for (; marked < points.size(); marked++)
+      if (auto it = owners.find(points[marked].get()); it != owners.end())
+        for (size_t q : it->second) dirty[q] = 1;
     for (size_t pi = 0; pi < points.size(); pi++) {
+      if (pi >= walked.size()) walked.emplace_back(), dirty.push_back(1);  // a new point
+      if (!dirty[pi]) continue;
+      dirty[pi] = 0;
+      for (const Node* n : walked[pi]) {
+        auto& own = owners[n];
+        own.erase(std::find(own.begin(), own.end(), pi));
+      }
+      walked[pi].clear();
       NodeRef p = points[pi];
       // path flags from the kernel's output down: kReplicated (under a reduce or a broadcast),
       // kInReduce, kBroadcastInReduce (broadcast below a reduce: recomputed per reduce step and lane)
@@ -281,8 +298,11 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
         stack.pop_back();
         if (is_realized(n) || in_points.count(n.get())) continue;
         if (!seen.insert(reinterpret_cast<uint64_t>(n.get()) ^ flags).second) continue;
-        if (auto& own = owners[n.get()]; own.empty() || own.back() != p.get()) own.push_back(p.get());
-        keep[n.get()] = n;
+        if (auto& own = owners[n.get()]; own.empty() || own.back() != pi) {
+          own.push_back(pi);
+          walked[pi].push_back(n.get());
+        }
+        keep.emplace(n.get(), n);
         // per output element, unless a row reduce the kernel computes once per row
         bool recomputed_reduce =
             n->op == Op::REDUCE && (flags & kReplicated) && !((flags & kRowOnly) && row_reduce(n));
@@ -308,15 +328,20 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
     }
     if (changed) continue;
     // realize one shared node per round, the one nearest the consumers: it changes the sharing below it
+    // (candidates nearest first: the costlier test runs only until one passes)
+    std::vector<std::pair<size_t, const Node*>> shared;
+    for (auto& [raw, own] : owners)
+      if (own.size() >= 2 && !in_points.count(raw) && (raw->op == Op::REDUCE || ir::is_elementwise(raw->op)))
+        shared.push_back({topo[raw], raw});
+    std::sort(shared.begin(), shared.end(), std::greater<>());
     NodeRef best;
-    for (auto& [raw, own] : owners) {
-      if (own.size() < 2 || in_points.count(raw)) continue;
+    for (auto& [t, raw] : shared) {
       const NodeRef& n = keep[raw];
-      bool shared_reduce = n->op == Op::REDUCE;
-      bool costly =
-          ir::is_elementwise(n->op) &&
-          store_is_cheaper(static_cast<int64_t>(own.size()), input_bytes(n, in_points), dtype_size(n->dtype));
-      if ((shared_reduce || costly) && (!best || topo[raw] > topo[best.get()])) best = n;
+      if (n->op == Op::REDUCE || store_is_cheaper(static_cast<int64_t>(owners[raw].size()),
+                                                  input_bytes(n, in_points), dtype_size(n->dtype))) {
+        best = n;
+        break;
+      }
     }
     if (best) {
       add(best, [&] {
