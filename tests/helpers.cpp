@@ -345,12 +345,18 @@ bool sanitized_build() {
 #endif
 }
 
-std::string kernel_opts(const Tensor& t) {
-  codegen::Target target = default_device().is_cuda() ? codegen::Target::CUDA : codegen::Target::CPU;
+namespace {
+std::string opts_for(const Tensor& t, codegen::Target target) {
   std::string all;
   for (auto& k : schedule::make_schedule(ir::rewrite_graph({t.node()})).kernels)
     for (auto& o : codegen::lower(k.ast, target).opts) all += o + " ";
   return all;
 }
+}  // namespace
+
+std::string kernel_opts(const Tensor& t) {
+  return opts_for(t, default_device().is_cuda() ? codegen::Target::CUDA : codegen::Target::CPU);
+}
+std::string cuda_kernel_opts(const Tensor& t) { return opts_for(t, codegen::Target::CUDA); }
 
 }  // namespace kiln::testing

@@ -30,6 +30,7 @@ bool expect_matches_reference(const Tensor& t);  // default_tol(t.dtype())
 // The opts (KILN_DEBUG=3 names) of every kernel that realizing t would run on the default device,
 // each followed by a space.
 std::string kernel_opts(const Tensor& t);
+std::string cuda_kernel_opts(const Tensor& t);  // the same, lowered for CUDA (needs no GPU)
 
 // KILN_DETERMINISTIC for the scope: results bit-identical on the GPU too (no atomic scatter-adds)
 struct Deterministic {

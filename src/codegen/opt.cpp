@@ -135,7 +135,10 @@ NodeRef split_reduce_loops(const NodeRef& ast, std::vector<std::string>& log) {
   return cur;
 }
 
-NodeRef collapse_reduce_loops(const NodeRef& ast, std::vector<std::string>& log) {
+NodeRef collapse_reduce_loops(const NodeRef& ast, std::vector<std::string>& log, bool split_long_sums) {
+  constexpr int64_t kFewOutputs = 65536, kLongSum = 4096;
+  int64_t outputs = 1;
+  for (auto& g : ranges_of(ast, ir::kGlobalRange)) outputs *= g->arg[1];
   NodeRef cur = ast;
   for (bool merged = true; merged;) {
     merged = false;
@@ -149,7 +152,8 @@ NodeRef collapse_reduce_loops(const NodeRef& ast, std::vector<std::string>& log)
         NodeRef flat = ir::range(fresh, a->arg[1] * nb, true);
         NodeRef cand = with_reduce_loops(cur, red, k, 2, {flat},
                                          {{a.get(), ir::idiv(flat, nb)}, {b.get(), ir::mod(flat, nb)}});
-        if (index_cost(cand) <= cost) {
+        bool worth_index_ops = split_long_sums && outputs <= kFewOutputs && a->arg[1] * nb >= kLongSum;
+        if (index_cost(cand) <= cost || worth_index_ops) {
           log.push_back("COLLAPSE_REDUCE " + std::to_string(a->arg[1]) + "x" + std::to_string(nb));
           cur = cand;
           merged = true;

@@ -23,7 +23,11 @@ ir::NodeRef collapse_loops(const ir::NodeRef& ast, std::vector<std::string>& log
 ir::NodeRef split_reduce_loops(const ir::NodeRef& ast, std::vector<std::string>& log);
 // Adjacent loops of one reduce become one loop where the indices stay as simple (a sum over
 // (batch, time) rows of a contiguous tensor is one long loop, which the GPU splits over blocks).
-ir::NodeRef collapse_reduce_loops(const ir::NodeRef& ast, std::vector<std::string>& log);
+// With split_long_sums (the GPU), a long reduce with few outputs is collapsed even where that costs
+// a division and a modulo per element (an input broadcast over the batch): as one loop it is split
+// over blocks, where two loops run in one thread per output.
+ir::NodeRef collapse_reduce_loops(const ir::NodeRef& ast, std::vector<std::string>& log,
+                                  bool split_long_sums = false);
 // Makes independent reduces over loops of the same sizes share one set of reduce ranges, so they
 // run in one loop (x.sum(1) + x.max(1) reads x once).
 ir::NodeRef merge_reduces(const ir::NodeRef& ast, std::vector<std::string>& log);

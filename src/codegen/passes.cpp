@@ -47,7 +47,7 @@ Lowered lower(const NodeRef& ast, Target target) {
     }
     s = collapse_loops(s, out.opts);
     s = split_reduce_loops(s, out.opts);
-    s = collapse_reduce_loops(s, out.opts);
+    s = collapse_reduce_loops(s, out.opts, target == Target::CUDA);
     s = merge_reduces(s, out.opts);
     // register tiles for CPU vector units; on the GPU the threads of a block share the work instead
     if (target == Target::CPU) s = upcast_reduce_output(s, out.opts);

@@ -6,6 +6,7 @@
 #include "helpers.h"
 
 using namespace kiln;
+using kiln::testing::cuda_kernel_opts;
 using kiln::testing::expect_matches_reference;
 using kiln::testing::kernel_opts;
 using kiln::testing::random_tensor;
@@ -21,6 +22,21 @@ TEST(CollapseReduce, SumOverBatchAndTimeIsOneLoop) {
   EXPECT_TRUE(expect_matches_reference(p, 1e-4, 1e-4));
   Tensor sl = x.slice(1, 3, 60).sum({0, 1});  // a view: rows of 57 in strides of 64
   EXPECT_TRUE(expect_matches_reference(sl, 1e-4, 1e-4));
+}
+
+// A sum over (batch, time) of an input broadcast over the batch (a position embedding added to
+// each row): one loop only with a division and a modulo per element. The GPU collapses it anyway
+// (one long loop is split over blocks); the CPU keeps the cheaper two loops.
+TEST(CollapseReduce, TheGpuCollapsesALongSumThroughABroadcast) {
+  Tensor x = random_tensor({16, 512, 48}, DType::F32, -1, 1, 16);
+  Tensor pos = random_tensor({512, 48}, DType::F32, -1, 1, 17);
+  Tensor s = (x * pos).sum({0, 1});
+  EXPECT_NE(cuda_kernel_opts(s).find("COLLAPSE_REDUCE 16x512"), std::string::npos) << cuda_kernel_opts(s);
+  EXPECT_EQ(kernel_opts(s).find("COLLAPSE_REDUCE"), std::string::npos) << kernel_opts(s);
+  EXPECT_TRUE(expect_matches_reference(s, 1e-4, 1e-4));
+  Tensor y = random_tensor({2, 8, 48}, DType::F32, -1, 1, 18), p8 = pos.slice(0, 0, 8);
+  Tensor few = (y * p8).sum({0, 1});  // a short sum: its two loops stay
+  EXPECT_EQ(cuda_kernel_opts(few).find("COLLAPSE_REDUCE"), std::string::npos) << cuda_kernel_opts(few);
 }
 
 TEST(SplitLoops, HeadsMergedIntoARowAreReadAsTwoLoops) {
