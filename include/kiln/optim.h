@@ -32,7 +32,10 @@ class Optimizer {
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  void step();       // parameters without a gradient are skipped (their step count stays)
+  // Computes the new parameters, the gradients and the losses backward() ran from since the last
+  // step, in one schedule (reading a loss afterwards runs nothing). Parameters without a gradient
+  // are skipped (their step count stays).
+  void step();
   void zero_grad();  // drops the gradients of every parameter
 
   const std::string& name() const { return name_; }  // "SGD", "Adam", ...
