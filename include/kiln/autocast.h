@@ -19,7 +19,8 @@ namespace kiln {
 // f64 inputs are never cast. The casts are ordinary lazy casts: they fuse into their consumers, and
 // their gradients cast back, so a leaf's gradient has the leaf's dtype. Scopes nest; the innermost
 // one decides, and Autocast(std::nullopt) turns autocast off inside. Gradients are computed in the
-// dtypes the forward chose, whatever scope backward() runs in.
+// dtypes the forward chose, whatever scope backward() runs in. There is no gradient scaler: with f16,
+// small activation gradients can underflow (bf16 has f32's range).
 class Autocast {
  public:
   explicit Autocast(std::optional<DType> dtype);  // F16, BF16 or nullopt (off)
