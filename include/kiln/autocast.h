@@ -13,7 +13,7 @@ namespace kiln {
 //    F::scaled_dot_product_attention cast their f32/f16/bf16 inputs (bias included) to the dtype and
 //    return it (products are exact and sums accumulate in f32 inside);
 //  - softmax, log_softmax, logsumexp, sum, prod, mean, var, std, norm, cumsum, cumprod, exp, log,
-//    log1p, expm1, pow, reciprocal, rsqrt, tan, asin, acos, sinh, cosh, softplus, the norms
+//    log2, log1p, expm1, pow, reciprocal, rsqrt, tan, asin, acos, sinh, cosh, softplus, the norms
 //    (layer, rms, group, batch) and the losses cast f16/bf16 inputs to f32 and return f32;
 //  - every other op follows the usual type promotion (bf16 + f32 is f32).
 // f64 inputs are never cast. The casts are ordinary lazy casts: they fuse into their consumers, and
