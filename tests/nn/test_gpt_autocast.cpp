@@ -75,6 +75,20 @@ void expect_tracks(const std::vector<float>& f32, const std::vector<float>& bf16
 
 }  // namespace
 
+// The forward's dtypes (bf16 logits from the tied head, f32 loss) and values: the compiled kernels
+// against the reference interpreter over the same graph, within bf16's rounding of the logits.
+TEST(GptAutocast, ForwardDtypesAndReference) {
+  manual_seed(23);
+  nn::GPT g(nn::GPTConfig{.vocab_size = 11, .block_size = 8, .n_layer = 2, .n_head = 2, .n_embd = 16});
+  Tensor idx = tensor(std::vector<int64_t>{1, 4, 2, 8, 5, 7, 3, 0, 9, 10}, {2, 5});
+  Autocast bf16(DType::BF16);
+  auto [logits, loss] = g(idx, idx);
+  EXPECT_EQ(logits.dtype(), DType::BF16);
+  EXPECT_EQ(loss.dtype(), DType::F32);
+  kiln::testing::expect_matches_reference(logits, 2e-2, 2e-2);
+  kiln::testing::expect_matches_reference(loss, 1e-2, 1e-2);
+}
+
 TEST(GptAutocast, Bf16LossCurveTracksF32) { expect_tracks(train(std::nullopt), train(DType::BF16)); }
 
 // On a GPU: bf16 GEMMs in cuBLASLt (f32 accumulation) and, with one head of 64 on sm_80 and newer,
