@@ -1,6 +1,7 @@
 // G8: GPT-2 124M (the nn GPT model, vocab 50304) training steps on the GPU with AdamW, on random
-// tokens: loss per step, median step time and tokens/s as one JSON line.
-// Usage: bench_gpt2_gpu [B] [T] [steps] [jit 0|1]   (defaults 4 1024 8 0)
+// tokens: loss per step, median step time, tokens/s and peak device memory as one JSON line. With bf16, the forward runs
+// under kiln::Autocast(BF16) (matmuls and attention in bf16, f32 weights, gradients and AdamW state).
+// Usage: bench_gpt2_gpu [B] [T] [steps] [jit 0|1] [f32|bf16]   (defaults 4 1024 8 0 f32)
 #include <kiln/kiln.h>
 #include <kiln/nn.h>
 
@@ -8,6 +9,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "kiln/debug.h"
@@ -23,6 +26,12 @@ int main(int argc, char** argv) {
   int64_t B = argc > 1 ? std::atoll(argv[1]) : 4, T = argc > 2 ? std::atoll(argv[2]) : 1024;
   int steps = argc > 3 ? std::atoi(argv[3]) : 8;
   bool use_jit = argc > 4 && std::atoi(argv[4]) != 0;
+  const std::string dtype = argc > 5 ? argv[5] : "f32";
+  if (dtype != "f32" && dtype != "bf16") {
+    std::fprintf(stderr, "bench_gpt2_gpu: dtype must be f32 or bf16, got %s\n", dtype.c_str());
+    return 2;
+  }
+  const std::optional<DType> autocast = dtype == "bf16" ? std::optional(DType::BF16) : std::nullopt;
   int64_t L = std::getenv("GPT_LAYERS") ? std::atoll(std::getenv("GPT_LAYERS")) : 12;
   const int64_t V = 50304;
   set_default_device(Device::cuda());
@@ -32,7 +41,11 @@ int main(int argc, char** argv) {
   optim::AdamW opt(model->parameters(), {.lr = 3e-4, .weight_decay = 0.0});
   Tensor idx = randint(0, 50257, {B, T}).realize(), tgt = randint(0, 50257, {B, T}).realize();
   auto train = [&](const Tensor& x, const Tensor& y) {
-    auto [logits, loss] = model->forward(x, y);
+    Tensor loss;
+    {
+      Autocast scope(autocast);
+      loss = model->forward(x, y).second;
+    }
     opt.zero_grad();
     loss.backward();
     opt.step();
@@ -57,10 +70,11 @@ int main(int argc, char** argv) {
   std::sort(ms.begin(), ms.end());
   double med = ms.empty() ? first_s * 1e3 : ms[ms.size() / 2];
   std::printf(
-      "{\"workload\": \"G8\", \"name\": \"gpt2_124M_train_step_B%lld_T%lld_f32\", \"impl\": \"kiln%s\", "
+      "{\"workload\": \"G8\", \"name\": \"gpt2_124M_train_step_B%lld_T%lld_%s\", \"impl\": \"kiln%s\", "
       "\"ms\": %.1f, \"tok/s\": %.0f, \"first_step_s\": %.1f, \"loss_first\": %.4f, \"loss_last\": %.4f, "
-      "\"params\": %lld, \"peak_mb\": %.0f}\n",
-      static_cast<long long>(B), static_cast<long long>(T), use_jit ? "-jit" : "", med,
+      "\"params\": %lld, \"peak_mb\": %.0f}
+",
+      static_cast<long long>(B), static_cast<long long>(T), dtype.c_str(), use_jit ? "-jit" : "", med,
       static_cast<double>(B * T) / med * 1e3, first_s, losses.front(), losses.back(),
       static_cast<long long>(model->num_parameters()), static_cast<double>(memory_stats().peak) / 1e6);
   return 0;

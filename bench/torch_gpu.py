@@ -100,9 +100,10 @@ def main():
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))
             return att.masked_fill(~mask, float("-inf")).softmax(-1) @ v
         both("G7", name + "_naive", naive, (q, k, v), flops=fl)
-    if os.environ.get("GPT"):  # GPT="B T ...": G8, the GPT-2 124M training step bench_gpt2_gpu runs
-        B, T = (int(v) for v in os.environ["GPT"].split()[:2])
-        gpt2(B, T)
+    if os.environ.get("GPT"):  # GPT="B T steps jit [f32|bf16]": G8, the step bench_gpt2_gpu runs
+        args = os.environ["GPT"].split()
+        B, T = (int(v) for v in args[:2])
+        gpt2(B, T, args[4] if len(args) > 4 else "f32")
 
 
 class Block(nn.Module):
@@ -144,18 +145,21 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1))
 
 
-def gpt2(B, T):
-    """G8 as bench_gpt2_gpu runs it: f32 with TF32 matmuls, AdamW, random tokens; eager and compiled."""
+def gpt2(B, T, dtype="f32"):
+    """G8 as bench_gpt2_gpu runs it: f32 with TF32 matmuls, AdamW, random tokens; eager and compiled.
+    bf16: the forward under torch.autocast(bf16) (f32 weights and AdamW state), with the fused AdamW."""
+    bf16 = dtype == "bf16"
     for impl in ("torch-eager", "torch-compile"):
         torch.manual_seed(0)
         torch.cuda.reset_peak_memory_stats()
         model = GPT().to(dev)
-        opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.0)
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.0, **({"fused": True} if bf16 else {}))
         fwd = torch.compile(model) if impl == "torch-compile" else model
         idx = torch.randint(0, 50257, (B, T), device=dev); tgt = torch.randint(0, 50257, (B, T), device=dev)
 
         def step():
-            loss = fwd(idx, tgt)
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=bf16):
+                loss = fwd(idx, tgt)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -163,7 +167,7 @@ def gpt2(B, T):
 
         t0 = time.time(); first = step().item(); ct = time.time() - t0
         ms = bench(step, warmup=2, reps=10)
-        report("G8", f"gpt2_124M_train_step_B{B}_T{T}_f32", impl, ms, **{"tok/s": round(B * T / ms * 1e3),
+        report("G8", f"gpt2_124M_train_step_B{B}_T{T}_{dtype}", impl, ms, **{"tok/s": round(B * T / ms * 1e3),
                "first_step_s": round(ct, 1), "loss_first": round(first, 4),
                "peak_mb": round(torch.cuda.max_memory_allocated() / 1e6)})
         del model, opt

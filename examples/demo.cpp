@@ -2,8 +2,9 @@
 // 2-digit numbers written as characters), show progress, measure accuracy on held-out problems,
 // print samples, save a checkpoint and a loss-curve SVG. With --text FILE it trains a
 // character-level model on that file instead and samples from it. Arguments, the text file and the
-// output folder are checked before training starts.
-//   build/examples/demo [--minutes M] [--steps N] [--text FILE] [--out DIR] [--quick]
+// output folder are checked before training starts. --dtype bf16 trains under kiln::Autocast (bf16
+// matmuls and attention; weights, gradients and optimizer state stay f32).
+//   build/examples/demo [--minutes M] [--steps N] [--text FILE] [--out DIR] [--dtype f32|bf16] [--quick]
 #include <kiln/kiln.h>
 #include <kiln/nn.h>
 
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -27,6 +29,7 @@ struct Args {
   double minutes = 5;
   int64_t steps = 6000;
   std::string text, out = "build/demo";
+  std::optional<DType> autocast;  // --dtype bf16: the training forward under kiln::Autocast
   bool quick = false;  // a few steps and a short sample: checks the program runs (the test suite uses it)
 };
 
@@ -62,7 +65,11 @@ Args parse(int argc, char** argv) {
       a.text = next();
     else if (s == "--out")
       a.out = next();
-    else if (s == "--quick")
+    else if (s == "--dtype") {
+      std::string v = next();
+      if (v != "f32" && v != "bf16") throw Error("demo: --dtype " + v + ": expected f32 or bf16");
+      a.autocast = v == "bf16" ? std::optional(DType::BF16) : std::nullopt;
+    } else if (s == "--quick")
       a.quick = true, a.steps = 5;
     else
       throw Error("demo: unknown argument " + s + " (see the comment at the top of examples/demo.cpp)");
@@ -269,7 +276,11 @@ int main(int argc, char** argv) {
     int64_t step = 0, tokens = 0;
     for (; step < args.steps; step++) {
       Batch b = text_mode ? text_batch(text, B, cfg.block_size, rng) : addition_batch(B, rng);
-      auto [logits, loss] = model->forward(b.x, b.y);
+      Tensor loss;
+      {
+        Autocast scope(args.autocast);
+        loss = model->forward(b.x, b.y).second;
+      }
       opt.zero_grad();
       loss.backward();
       opt.step();

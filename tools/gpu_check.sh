@@ -69,7 +69,7 @@ if [ -z "${SKIP_BENCH:-}" ]; then
   else
     : > "$OUT/torch.jsonl"
   fi
-  if [ -n "${GPT:-}" ]; then  # GPT="B T steps jit": GPT-2 124M training steps
+  if [ -n "${GPT:-}" ]; then  # GPT="B T steps jit [f32|bf16]": GPT-2 124M training steps
     step "GPT-2 124M training"
     KILN_TF32=1 "$BUILD"/bench/bench_gpt2_gpu $GPT >> "$OUT/kiln.jsonl" 2> "$OUT/gpt2.err"; rc=$?
     grep -E "step|error|Error" "$OUT/gpt2.err" | tail -12; [ $rc = 0 ] || status=1

@@ -1,5 +1,5 @@
-# Test of `kiln train` then `kiln sample`: writes a small text, trains 20 steps, samples 50 characters
-# and checks that exactly 50 were printed. Run with -DKILN=<kiln executable> -DWORK=<scratch dir>.
+# Test of `kiln train` then `kiln sample`: writes a small text, trains 20 steps (and 3 under bf16
+# autocast), samples 50 characters and checks that exactly 50 were printed. Run with -DKILN=<kiln executable> -DWORK=<scratch dir>.
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 set(text "")
@@ -11,6 +11,12 @@ execute_process(COMMAND ${KILN} train --text ${WORK}/input.txt --steps 20 --out 
                 RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "kiln train failed (${rc})")
+endif()
+# the same under bf16 autocast, a few steps
+execute_process(COMMAND ${KILN} train --text ${WORK}/input.txt --steps 3 --dtype bf16 --out ${WORK}/model_bf16
+                RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "kiln train --dtype bf16 failed (${rc})")
 endif()
 execute_process(COMMAND ${KILN} sample --model ${WORK}/model --tokens 50 --seed 3 --top-k 5 --top-p 0.9
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out)

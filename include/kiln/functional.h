@@ -9,6 +9,9 @@
 
 namespace kiln::nn::functional {
 
+// input (..., in) @ weight (out, in)^T + bias (out) (src/frontend/reduce.cpp)
+Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt);
+
 // --- convolution and pooling (src/frontend/conv.cpp): one pooling construction for all ---
 // input (N, C_in, L...) ; weight (C_out, C_in / groups, K...) ; per-dim stride/padding/dilation
 // given as one value for all dims or one per dim.

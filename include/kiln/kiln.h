@@ -1,5 +1,6 @@
 // kiln: the umbrella header.
 #pragma once
+#include "kiln/autocast.h"
 #include "kiln/data.h"
 #include "kiln/debug.h"
 #include "kiln/device.h"

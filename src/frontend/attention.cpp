@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "frontend/autocast.h"
 #include "frontend/graph.h"
 #include "ir/graph_rewrite.h"
 #include "ir/rewrite.h"
@@ -62,6 +63,7 @@ bool attention_kernel_runs(const NodeRef& n) {
 }
 
 NodeRef lower_attention(const NodeRef& n) {
+  Autocast plain(std::nullopt);  // the composite computes in the node's dtype, whatever scope realizes it
   if (attention_kernel_runs(n)) return nullptr;
   return attention_composite(Tensor(n->src[0]), Tensor(n->src[1]), Tensor(n->src[2]), n->arg[0] != 0, n->fval)
       .node();
@@ -77,6 +79,8 @@ namespace nn::functional {
 
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const AttentionOptions& options) {
+  if (frontend::AutocastOp ac{frontend::AutocastList::Lower})
+    return scaled_dot_product_attention(ac(query), ac(key), ac(value), options);
   const std::string op = "scaled_dot_product_attention";
   for (const Tensor* t : {&query, &key, &value})
     if (!t->defined()) frontend::fail(op, "query, key and value must be defined tensors");

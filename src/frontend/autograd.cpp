@@ -14,6 +14,7 @@
 #include "frontend/graph.h"
 #include "frontend/jit_recorder.h"
 #include "frontend/tensor_impl.h"
+#include "kiln/autocast.h"
 #include "runtime/buffer.h"
 
 namespace kiln {
@@ -122,6 +123,8 @@ bool differentiable_edge(const NodeRef& n) { return n->op != Op::DETACH && is_fl
 std::vector<std::optional<Tensor>> backprop(const std::vector<NodeRef>& roots,
                                             const std::vector<Tensor>& seeds,
                                             const std::vector<NodeRef>& targets) {
+  // the forward's ops differentiated in the dtypes it chose: autocast does not recast the gradients
+  Autocast plain(std::nullopt);
   std::unordered_set<const Node*> target_set;
   for (auto& t : targets) target_set.insert(t.get());
   auto order = ir::toposort(roots);

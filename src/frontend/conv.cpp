@@ -8,11 +8,15 @@
 #include <utility>
 #include <vector>
 
+#include "frontend/autocast.h"
 #include "frontend/graph.h"
 #include "frontend/pool_window.h"
 #include "kiln/functional.h"
 
 namespace kiln::nn::functional {
+
+using frontend::AutocastList;
+using frontend::AutocastOp;
 
 using frontend::check_shape;
 using frontend::fail;
@@ -109,6 +113,8 @@ Ints out_sizes(const std::string& op, const Shape& in, const Ints& kernel, const
 Tensor conv_nd(const std::string& op, size_t nsp, const Tensor& input, const Tensor& weight,
                const std::optional<Tensor>& bias, const Ints& stride_, const Ints& padding_,
                const Ints& dilation_, int64_t groups) {
+  if (AutocastOp ac{AutocastList::Lower})
+    return conv_nd(op, nsp, ac(input), ac(weight), ac(bias), stride_, padding_, dilation_, groups);
   auto [x, drop] = batched(op, input, nsp);
   check_float(op, x);
   if (weight.dim() != static_cast<int64_t>(nsp) + 2)
@@ -181,6 +187,9 @@ Tensor conv_nd(const std::string& op, size_t nsp, const Tensor& input, const Ten
 Tensor conv_transpose_nd(const std::string& op, size_t nsp, const Tensor& input, const Tensor& weight,
                          const std::optional<Tensor>& bias, const Ints& stride_, const Ints& padding_,
                          const Ints& output_padding_, int64_t groups, const Ints& dilation_) {
+  if (AutocastOp ac{AutocastList::Lower})
+    return conv_transpose_nd(op, nsp, ac(input), ac(weight), ac(bias), stride_, padding_, output_padding_,
+                             groups, dilation_);
   auto [x, drop] = batched(op, input, nsp);
   check_float(op, x);
   if (weight.dim() != static_cast<int64_t>(nsp) + 2)
@@ -310,6 +319,7 @@ Tensor max_pool_nd(const std::string& op, size_t nsp, const Tensor& input, const
 
 Tensor avg_pool_nd(const std::string& op, size_t nsp, const Tensor& input, const Ints& kernel,
                    const Ints& stride, const Ints& padding, bool count_include_pad) {
+  Autocast plain(std::nullopt);  // its mean / sum / matmul keep the input's dtype, as PyTorch's op
   auto [x, drop] = batched(op, input, nsp);
   check_float(op, x);
   PoolArgs a = pool_args(op, x, nsp, kernel, stride, padding, {1});
@@ -428,6 +438,7 @@ std::vector<double> linear_matrix(int64_t in, int64_t out, std::optional<double>
 
 Tensor interpolate_impl(const Tensor& input, Ints size, std::optional<double> scale_factor,
                         const std::string& mode, bool align_corners) {
+  Autocast plain(std::nullopt);  // its mean / sum / matmul keep the input's dtype, as PyTorch's op
   const std::string op = "interpolate";
   if (mode != "nearest" && mode != "bilinear")
     fail(op, "mode must be \"nearest\" or \"bilinear\", got \"" + mode + "\"");
@@ -513,6 +524,7 @@ Tensor avg_pool2d(const Tensor& input, Ints kernel_size, Ints stride, Ints paddi
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& input, Ints output_size) {
+  Autocast plain(std::nullopt);  // its mean / sum / matmul keep the input's dtype, as PyTorch's op
   const std::string op = "adaptive_avg_pool2d";
   auto [x, drop] = batched(op, input, 2);
   check_float(op, x);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "frontend/autocast.h"
 #include "frontend/graph.h"
 #include "kiln/tensor.h"
 
@@ -58,6 +59,13 @@ Tensor diagonal(const Tensor& x, int64_t a, int64_t b) {
 }  // namespace
 
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& ts) {
+  // a product of operands is a (batched) matmul, which autocast lowers; one operand is a view or a sum
+  if (ts.size() >= 2)
+    if (frontend::AutocastOp ac{frontend::AutocastList::Lower}) {
+      std::vector<Tensor> cast;
+      for (const Tensor& t : ts) cast.push_back(ac(t));
+      return einsum(equation, cast);
+    }
   std::string eq;
   for (char c : equation)
     if (c != ' ') eq += c;

@@ -2,11 +2,14 @@
 #include <cmath>
 #include <numbers>
 
+#include "frontend/autocast.h"
 #include "frontend/graph.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
 
+using frontend::AutocastList;
+using frontend::AutocastOp;
 using frontend::binary;
 using frontend::cast;
 using frontend::ewise;
@@ -52,6 +55,11 @@ Tensor float_math(const Tensor& x, F f) {
 
 Tensor logical(const Tensor& x) { return x.to(DType::Bool); }
 
+// 1 / x in x's dtype: what division multiplies by (reciprocal() is autocast to f32, division is not)
+Tensor recip(const Tensor& x) {
+  return float_math(x, [](const Tensor& f) { return unary(Op::RECIP, f); });
+}
+
 }  // namespace
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return bin("add", Op::ADD, a, b); }
@@ -64,7 +72,7 @@ Tensor operator-(const Tensor& a, const Tensor& b) {
 }
 Tensor operator/(const Tensor& a, const Tensor& b) {
   DType t = float_result(promote_types(a.dtype(), b.dtype()));
-  return a.to(t) * b.to(t).reciprocal();
+  return a.to(t) * recip(b.to(t));
 }
 Tensor operator+(const Tensor& a, Scalar b) { return bin("add", Op::ADD, a, b); }
 Tensor operator*(const Tensor& a, Scalar b) { return bin("mul", Op::MUL, a, b); }
@@ -74,7 +82,7 @@ Tensor operator-(const Tensor& a, Scalar b) {
 }
 Tensor operator/(const Tensor& a, Scalar b) {
   DType t = float_result(scalar_dtype(a.dtype(), b));
-  return a.to(t) * full(a.shape(), b.v, t).reciprocal();
+  return a.to(t) * recip(full(a.shape(), b.v, t));
 }
 Tensor operator+(Scalar a, const Tensor& b) { return b + a; }
 Tensor operator*(Scalar a, const Tensor& b) { return b * a; }
@@ -87,24 +95,29 @@ Tensor Tensor::neg() const {
   return *this * Scalar(-1);
 }
 Tensor Tensor::reciprocal() const {
-  return float_math(*this, [](const Tensor& x) { return unary(Op::RECIP, x); });
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).reciprocal();
+  return recip(*this);
 }
 Tensor Tensor::exp2() const {
   return float_math(*this, [](const Tensor& x) { return unary(Op::EXP2, x); });
 }
 Tensor Tensor::log2() const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).log2();
   return float_math(*this, [](const Tensor& x) { return unary(Op::LOG2, x); });
 }
 Tensor Tensor::exp() const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).exp();
   return float_math(*this, [](const Tensor& x) { return unary(Op::EXP2, x * std::numbers::log2e); });
 }
 Tensor Tensor::log() const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).log();
   return float_math(*this, [](const Tensor& x) { return unary(Op::LOG2, x) * std::numbers::ln2; });
 }
 Tensor Tensor::sqrt() const {
   return float_math(*this, [](const Tensor& x) { return unary(Op::SQRT, x); });
 }
 Tensor Tensor::rsqrt() const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).rsqrt();
   return float_math(*this, [](const Tensor& x) { return unary(Op::RECIP, unary(Op::SQRT, x)); });
 }
 Tensor Tensor::sin() const {
@@ -151,6 +164,7 @@ Tensor Tensor::abs() const {
 }
 
 Tensor Tensor::pow(Scalar e) const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).pow(e);
   if (!is_float(dtype()) && e.kind != Scalar::Kind::Float) {  // int ** int stays int (repeated squaring)
     if (e.i < 0)
       fail("pow", "integers to negative integer powers are not allowed (" + to_string(dtype()) + ")");
@@ -170,6 +184,7 @@ Tensor Tensor::pow(Scalar e) const {
 }
 
 Tensor Tensor::pow(const Tensor& e) const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).pow(ac(e));
   DType t = promote_types(dtype(), e.dtype());
   if (!is_float(t)) {  // int ** int tensor: exact in f64 below 2^53, rounded back
     Tensor r = to(DType::F64).pow(e.to(DType::F64));

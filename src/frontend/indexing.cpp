@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "frontend/graph.h"
+#include "kiln/autocast.h"
 #include "kiln/debug.h"
 #include "kiln/tensor.h"
 
@@ -77,6 +78,7 @@ struct Scattered {
 };
 Scattered scatter_core(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
                        const Tensor& src, bool add) {
+  Autocast plain(std::nullopt);  // its one-hot sum keeps the source's dtype
   need_index(op, index);
   if (index.dim() != self.dim() || src.dim() != self.dim())
     fail(op, "self, index and src need the same number of dims, got shapes " + shape_str(self.shape()) +

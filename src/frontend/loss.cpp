@@ -2,12 +2,15 @@
 // tensor ops, matching torch.nn.functional including weights, ignore_index and label smoothing.
 #include <cmath>
 
+#include "frontend/autocast.h"
 #include "frontend/checks.h"
 #include "frontend/graph.h"
 #include "kiln/functional.h"
 
 namespace kiln::nn::functional {
 
+using frontend::AutocastList;
+using frontend::AutocastOp;
 using frontend::fail;
 
 namespace {
@@ -102,6 +105,8 @@ Tensor class_index_loss(const char* op, const Tensor& lp, const Tensor& target,
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
                      int64_t ignore_index, const std::string& reduction, double label_smoothing) {
+  if (AutocastOp ac{AutocastList::F32})
+    return cross_entropy(ac(input), ac(target), ac(weight), ignore_index, reduction, label_smoothing);
   Reduction red = parse_reduction("cross_entropy", reduction);
   need_float("cross_entropy", "input", input);
   if (input.dim() == 0)
@@ -134,6 +139,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const std::optio
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
                 int64_t ignore_index, const std::string& reduction) {
+  if (AutocastOp ac{AutocastList::F32})
+    return nll_loss(ac(input), target, ac(weight), ignore_index, reduction);
   Reduction red = parse_reduction("nll_loss", reduction);
   need_float("nll_loss", "input", input);
   if (input.dim() == 0) fail("nll_loss", "input must have at least 1 dim (C) or (N, C, ...), got a scalar");
@@ -157,6 +164,7 @@ DType out_of(const Tensor& input, const Tensor& target) {
 }  // namespace
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  if (AutocastOp ac{AutocastList::F32}) return mse_loss(ac(input), ac(target), reduction);
   Reduction red = parse_reduction("mse_loss", reduction);
   auto [x, y] = pointwise_args("mse_loss", input, target);
   Tensor d = x - y;
@@ -164,12 +172,14 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& re
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  if (AutocastOp ac{AutocastList::F32}) return l1_loss(ac(input), ac(target), reduction);
   Reduction red = parse_reduction("l1_loss", reduction);
   auto [x, y] = pointwise_args("l1_loss", input, target);
   return reduce((x - y).abs(), red, out_of(input, target));
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction, double beta) {
+  if (AutocastOp ac{AutocastList::F32}) return smooth_l1_loss(ac(input), ac(target), reduction, beta);
   Reduction red = parse_reduction("smooth_l1_loss", reduction);
   if (!(beta >= 0)) fail("smooth_l1_loss", "beta must be >= 0, got " + std::to_string(beta));
   auto [x, y] = pointwise_args("smooth_l1_loss", input, target);
@@ -179,6 +189,7 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::stri
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, const std::string& reduction, double delta) {
+  if (AutocastOp ac{AutocastList::F32}) return huber_loss(ac(input), ac(target), reduction, delta);
   Reduction red = parse_reduction("huber_loss", reduction);
   if (!(delta > 0)) fail("huber_loss", "delta must be > 0, got " + std::to_string(delta));
   auto [x, y] = pointwise_args("huber_loss", input, target);
@@ -188,6 +199,8 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, const std::string& 
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
                             const std::string& reduction) {
+  if (AutocastOp ac{AutocastList::F32})
+    return binary_cross_entropy(ac(input), ac(target), ac(weight), reduction);
   Reduction red = parse_reduction("binary_cross_entropy", reduction);
   if (input.shape() != target.shape())
     fail("binary_cross_entropy",
@@ -206,6 +219,8 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const std
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const std::optional<Tensor>& weight, const std::string& reduction,
                                         const std::optional<Tensor>& pos_weight) {
+  if (AutocastOp ac{AutocastList::F32})
+    return binary_cross_entropy_with_logits(ac(input), ac(target), ac(weight), reduction, ac(pos_weight));
   Reduction red = parse_reduction("binary_cross_entropy_with_logits", reduction);
   if (input.shape() != target.shape())
     fail("binary_cross_entropy_with_logits",
@@ -226,6 +241,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 }
 
 Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& reduction, bool log_target) {
+  if (AutocastOp ac{AutocastList::F32}) return kl_div(ac(input), ac(target), reduction, log_target);
   Reduction red = parse_reduction("kl_div", reduction, true);
   auto [x, y] = pointwise_args("kl_div", input, target);
   // log_target: e^t (t - x); else xlogy(t, t) - t x, with 0 log 0 = 0

@@ -4,12 +4,15 @@
 #include <limits>
 #include <numbers>
 
+#include "frontend/autocast.h"
 #include "frontend/graph.h"
 #include "kiln/tensor.h"
 #include "schedule/match_matmul.h"
 
 namespace kiln {
 
+using frontend::AutocastList;
+using frontend::AutocastOp;
 using frontend::fail;
 
 namespace {
@@ -138,8 +141,14 @@ Tensor atan2_impl(const Tensor& y, const Tensor& x) {
 
 }  // namespace
 
-Tensor Tensor::log1p() const { return fmath(*this, log1p_impl); }
-Tensor Tensor::expm1() const { return fmath(*this, expm1_impl); }
+Tensor Tensor::log1p() const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).log1p();
+  return fmath(*this, log1p_impl);
+}
+Tensor Tensor::expm1() const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).expm1();
+  return fmath(*this, expm1_impl);
+}
 Tensor Tensor::erf() const { return fmath(*this, erf_impl); }
 
 Tensor Tensor::floor() const {
@@ -226,13 +235,16 @@ Tensor Tensor::lerp(const Tensor& end, double weight) const {
 }
 
 Tensor Tensor::tan() const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).tan();
   return fmath(*this, [](const Tensor& x) { return x.sin() / x.cos(); });
 }
 Tensor Tensor::atan() const { return fmath(*this, atan_impl); }
 Tensor Tensor::asin() const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).asin();
   return fmath(*this, [](const Tensor& x) { return atan2_impl(x, ((1.0 - x) * (1.0 + x)).sqrt()); });
 }
 Tensor Tensor::acos() const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).acos();
   return fmath(*this, [](const Tensor& x) { return atan2_impl(((1.0 - x) * (1.0 + x)).sqrt(), x); });
 }
 Tensor Tensor::atan2(const Tensor& other) const {
@@ -241,6 +253,7 @@ Tensor Tensor::atan2(const Tensor& other) const {
 }
 
 Tensor Tensor::sinh() const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).sinh();
   return fmath(*this, [](const Tensor& x) {
     // |x| < 1: (expm1(x) - expm1(-x)) / 2 has no cancellation; else e^{a/2} e^{a/2} / 2 - ...,
     // which overflows only where sinh does
@@ -254,6 +267,7 @@ Tensor Tensor::sinh() const {
   });
 }
 Tensor Tensor::cosh() const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).cosh();
   return fmath(*this, [](const Tensor& x) {
     Tensor h = (x.abs() * 0.5).exp();
     return h * 0.5 * h + 0.5 / (h * h);
@@ -287,6 +301,7 @@ Tensor Tensor::atanh() const {
 }
 
 Tensor Tensor::softplus(double beta, double threshold) const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).softplus(beta, threshold);
   return fmath(*this, [&](const Tensor& x) {
     // log(1 + e^z) = max(z, 0) + log1p(e^-|z|): no overflow; z > threshold gives x, as PyTorch
     Tensor z = x * beta;

@@ -2,6 +2,7 @@
 // tensor ops, with PyTorch's semantics and argument checks.
 #include <limits>
 
+#include "frontend/autocast.h"
 #include "frontend/checks.h"
 #include "frontend/graph.h"
 #include "frontend/layer_norm_tile.h"
@@ -9,6 +10,8 @@
 
 namespace kiln::nn::functional {
 
+using frontend::AutocastList;
+using frontend::AutocastOp;
 using frontend::fail;
 
 namespace {
@@ -44,6 +47,8 @@ std::pair<Tensor, Tensor> moments(const Tensor& x, const std::vector<int64_t>& d
 
 Tensor layer_norm(const Tensor& input, Shape normalized_shape, const std::optional<Tensor>& weight,
                   const std::optional<Tensor>& bias, double eps) {
+  if (AutocastOp ac{AutocastList::F32})
+    return layer_norm(ac(input), normalized_shape, ac(weight), ac(bias), eps);
   need_float("layer_norm", "input", input);
   auto k = static_cast<int64_t>(normalized_shape.size());
   bool ok = k >= 1 && k <= input.dim();
@@ -67,6 +72,7 @@ Tensor layer_norm(const Tensor& input, Shape normalized_shape, const std::option
 
 Tensor rms_norm(const Tensor& input, Shape normalized_shape, const std::optional<Tensor>& weight,
                 std::optional<double> eps) {
+  if (AutocastOp ac{AutocastList::F32}) return rms_norm(ac(input), normalized_shape, ac(weight), eps);
   need_float("rms_norm", "input", input);
   auto k = static_cast<int64_t>(normalized_shape.size());
   bool ok = k >= 1 && k <= input.dim();
@@ -92,6 +98,8 @@ Tensor rms_norm(const Tensor& input, Shape normalized_shape, const std::optional
 Tensor batch_norm(const Tensor& input, Tensor* running_mean, Tensor* running_var,
                   const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, bool training,
                   double momentum, double eps) {
+  if (AutocastOp ac{AutocastList::F32})
+    return batch_norm(ac(input), running_mean, running_var, ac(weight), ac(bias), training, momentum, eps);
   need_float("batch_norm", "input", input);
   if (input.dim() < 2)
     fail("batch_norm", "input must have at least 2 dims (N, C, ...), got shape " + shape_str(input.shape()));
@@ -138,6 +146,7 @@ Tensor batch_norm(const Tensor& input, Tensor* running_mean, Tensor* running_var
 
 Tensor group_norm(const Tensor& input, int64_t num_groups, const std::optional<Tensor>& weight,
                   const std::optional<Tensor>& bias, double eps) {
+  if (AutocastOp ac{AutocastList::F32}) return group_norm(ac(input), num_groups, ac(weight), ac(bias), eps);
   need_float("group_norm", "input", input);
   if (input.dim() < 2)
     fail("group_norm", "input must have at least 2 dims (N, C, ...), got shape " + shape_str(input.shape()));

@@ -1,12 +1,17 @@
-// Reductions over dims (sum, max, min, prod, mean), softmax, and matmul as multiply + sum.
+// Reductions over dims (sum, max, min, prod, mean), softmax, and matmul (and F::linear) as
+// multiply + sum.
 #include <algorithm>
 #include <limits>
 
+#include "frontend/autocast.h"
 #include "frontend/graph.h"
+#include "kiln/functional.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
 
+using frontend::AutocastList;
+using frontend::AutocastOp;
 using frontend::fail;
 using ir::NodeRef;
 using ir::Op;
@@ -50,10 +55,12 @@ Tensor invert(const Tensor& x) { return is_float(x.dtype()) ? -x : ~x; }
 }  // namespace
 
 Tensor Tensor::sum(std::vector<int64_t> dims, bool keepdim) const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).sum(dims, keepdim);
   DType out = sum_out(dtype());
   return reduce("sum", Op::ADD, *this, dims, keepdim, acc_of(out), out);
 }
 Tensor Tensor::prod(std::vector<int64_t> dims, bool keepdim) const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).prod(dims, keepdim);
   DType out = sum_out(dtype());
   return reduce("prod", Op::MUL, *this, dims, keepdim, acc_of(out), out);
 }
@@ -64,6 +71,7 @@ Tensor Tensor::min(std::vector<int64_t> dims, bool keepdim) const {
   return invert(invert(*this).max(dims, keepdim));
 }
 Tensor Tensor::mean(std::vector<int64_t> dims, bool keepdim) const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).mean(dims, keepdim);
   auto nd = norm_dims("mean", dims, dim());
   int64_t count = 1;
   for (auto d : nd) count *= shape()[d];
@@ -73,19 +81,23 @@ Tensor Tensor::mean(std::vector<int64_t> dims, bool keepdim) const {
 }
 
 Tensor Tensor::softmax(int64_t d) const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).softmax(d);
   Tensor x = to(acc_of(float_result(dtype())));
   Tensor e = (x - x.max(d, true).detach()).exp();  // the shift's gradient is exactly 0
   return (e / e.sum(d, true)).to(float_result(dtype()));
 }
 
 Tensor Tensor::dot(const Tensor& o) const {
+  if (AutocastOp ac{AutocastList::Lower}) return ac(*this).dot(ac(o));
   if (dim() != 1 || o.dim() != 1 || size(0) != o.size(0))
     fail("dot",
          "needs two 1-D tensors of one length, got " + shape_str(shape()) + " and " + shape_str(o.shape()));
   return (*this * o).sum();
 }
 
+// Half inputs multiply exactly in f32 registers and sum in f32 (sum's accumulator), then round.
 Tensor Tensor::matmul(const Tensor& o) const {
+  if (AutocastOp ac{AutocastList::Lower}) return ac(*this).matmul(ac(o));
   if (dim() == 0 || o.dim() == 0)
     fail("matmul",
          "both arguments need at least 1 dim, got " + shape_str(shape()) + " and " + shape_str(o.shape()));
@@ -114,5 +126,17 @@ Tensor Tensor::matmul(const Tensor& o) const {
   return r;
 }
 Tensor matmul(const Tensor& a, const Tensor& b) { return a.matmul(b); }
+
+Tensor nn::functional::linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  if (AutocastOp ac{AutocastList::Lower}) return linear(ac(input), ac(weight), ac(bias));
+  if (weight.dim() != 2 || input.dim() < 1 || input.size(-1) != weight.size(1))
+    fail("linear", "expected input (..., in) and weight (out, in), got input " + shape_str(input.shape()) +
+                       " and weight " + shape_str(weight.shape()));
+  if (bias && bias->defined() && bias->shape() != Shape{weight.size(0)})
+    fail("linear",
+         "bias must have shape (" + std::to_string(weight.size(0)) + ",), got " + shape_str(bias->shape()));
+  Tensor y = input.matmul(weight.t());
+  return bias && bias->defined() ? y + *bias : y;
+}
 
 }  // namespace kiln

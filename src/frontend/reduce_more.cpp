@@ -4,11 +4,14 @@
 #include <cmath>
 #include <limits>
 
+#include "frontend/autocast.h"
 #include "frontend/graph.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
 
+using frontend::AutocastList;
+using frontend::AutocastOp;
 using frontend::fail;
 using frontend::norm_dim;
 
@@ -89,6 +92,7 @@ Tensor scan(const char* op, const Tensor& x, int64_t dim, bool product) {
 }  // namespace
 
 Tensor Tensor::log_softmax(int64_t d) const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).log_softmax(d);
   d = norm_dim("log_softmax", d, dim());
   DType out = float_result(dtype());
   Tensor x = to(calc_of(out));
@@ -97,6 +101,7 @@ Tensor Tensor::log_softmax(int64_t d) const {
 }
 
 Tensor Tensor::var(std::vector<int64_t> dims, int64_t correction, bool keepdim) const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).var(dims, correction, keepdim);
   need_float("var", *this);
   auto nd = norm_dims("var", dims, dim());
   int64_t count = 1;
@@ -110,11 +115,13 @@ Tensor Tensor::var(std::vector<int64_t> dims, int64_t correction, bool keepdim) 
 }
 
 Tensor Tensor::std(std::vector<int64_t> dims, int64_t correction, bool keepdim) const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).std(dims, correction, keepdim);
   need_float("std", *this);
   return var(std::move(dims), correction, keepdim).to(calc_of(dtype())).sqrt().to(dtype());
 }
 
 Tensor Tensor::logsumexp(std::vector<int64_t> dims, bool keepdim) const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).logsumexp(dims, keepdim);
   auto nd = norm_dims("logsumexp", dims, dim());
   DType out = float_result(dtype());
   Tensor x = to(calc_of(out));
@@ -132,6 +139,7 @@ Tensor Tensor::logsumexp(std::vector<int64_t> dims, bool keepdim) const {
 }
 
 Tensor Tensor::norm(double p, std::vector<int64_t> dims, bool keepdim) const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).norm(p, dims, keepdim);
   need_float("norm", *this);
   auto nd = norm_dims("norm", dims, dim());
   Tensor x = to(calc_of(dtype()));
@@ -181,7 +189,13 @@ std::pair<Tensor, Tensor> Tensor::min_with_indices(int64_t d, bool keepdim) cons
   return {min(d, keepdim), i};
 }
 
-Tensor Tensor::cumsum(int64_t d) const { return scan("cumsum", *this, d, false); }
-Tensor Tensor::cumprod(int64_t d) const { return scan("cumprod", *this, d, true); }
+Tensor Tensor::cumsum(int64_t d) const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).cumsum(d);
+  return scan("cumsum", *this, d, false);
+}
+Tensor Tensor::cumprod(int64_t d) const {
+  if (AutocastOp ac{AutocastList::F32}) return ac(*this).cumprod(d);
+  return scan("cumprod", *this, d, true);
+}
 
 }  // namespace kiln

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "kiln/functional.h"
 #include "kiln/nn/init.h"
 #include "nn/util.h"
 
@@ -20,8 +21,7 @@ Tensor LinearImpl::forward(const Tensor& x) const {
   if (x.dim() < 1 || x.size(-1) != in_features)
     module_error("Linear", "expected input of shape (..., " + std::to_string(in_features) + "), got " +
                                shape_str(x.shape()));
-  Tensor y = x.matmul(weight.t());
-  return bias.defined() ? y + bias : y;
+  return F::linear(x, weight, bias.defined() ? std::optional<Tensor>(bias) : std::nullopt);
 }
 
 }  // namespace kiln::nn

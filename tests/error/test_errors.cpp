@@ -50,6 +50,8 @@ TEST(Errors, BadPermutationAndDims) {
   expect_error([] { ones({2, 3}).expand({4, 3}); }, {"expand", "(2, 3)", "(4, 3)"});
   expect_error([] { ones({2}).matmul(ones({3})); }, {"dot", "(2,)", "(3,)"});
   expect_error([] { ones({2, 3}).matmul(ones({4, 5})); }, {"matmul", "(2, 3)", "(4, 5)"});
+  expect_error([] { F::linear(ones({2, 3}), ones({4, 5})); }, {"linear", "(2, 3)", "(4, 5)"});
+  expect_error([] { F::linear(ones({2, 3}), ones({4, 3}), ones({3})); }, {"linear", "bias", "(4,)", "(3,)"});
   expect_error([] { ones({2, 3}).index({int64_t{5}}); }, {"index", "5", "size 2"});
   expect_error([] { ones({2, 3}).item<float>(); }, {"item", "(2, 3)"});
 }

@@ -653,6 +653,13 @@ std::vector<Row> table() {
      {{{5, 7}, {7, 3}}, {{1, 1}, {1, 1}}, {{17, 33}, {33, 9}}, {{3, 0}, {0, 4}}, {{0, 3}, {3, 2}}});
   la("matmul_batched", [](const Ts& x) { return x[0].matmul(x[1]); },
      {{{2, 3, 4, 5}, {5, 6}}, {{2, 1, 4, 5}, {3, 5, 2}}, {{3, 4}, {2, 4, 5}}, {{2, 3, 4}, {4}}});
+  {
+    Row row = shaped(
+        "linear", 3, [](const Ts& x) { return F::linear(x[0], x[1], x[2]); }, kFloats,
+        {{{5, 7}, {3, 7}, {3}}, {{2, 4, 7}, {3, 7}, {3}}, {{17, 33}, {9, 33}, {9}}}, true, -1, 1);
+    row.atol_scale = 10;
+    r.push_back(row);
+  }
   // --- casts: every dtype pair, on small values ---
   for (auto [bit, to] : kDTypes) {
     (void)bit;

@@ -1,11 +1,13 @@
-// `kiln train --text FILE [--steps N] [--minutes M] [--out DIR]`: a character-level GPT trained on
-// FILE and saved to DIR. Every option and the output directory are checked before training starts.
+// `kiln train --text FILE [--steps N] [--minutes M] [--out DIR] [--dtype f32|bf16]`: a character-level
+// GPT trained on FILE and saved to DIR; bf16 trains under kiln::Autocast (bf16 matmuls, f32 weights
+// and optimizer state). Every option and the output directory are checked before training starts.
 #include <kiln/kiln.h>
 #include <kiln/nn.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <random>
 
 #include "args.h"
@@ -15,8 +17,11 @@
 namespace kiln::cli {
 
 int train(int argc, char** argv) {
-  Args a(argc, argv, "train", {"--text", "--steps", "--minutes", "--out"});
+  Args a(argc, argv, "train", {"--text", "--steps", "--minutes", "--out", "--dtype"});
   if (!a.has("--text")) throw Error(a.error("--text FILE is required"));
+  const std::string dtype = a.text("--dtype", "f32");
+  if (dtype != "f32" && dtype != "bf16") throw Error(a.error("--dtype " + dtype + ": expected f32 or bf16"));
+  const std::optional<DType> autocast = dtype == "bf16" ? std::optional(DType::BF16) : std::nullopt;
   int64_t steps = a.integer("--steps", 500, 1, 10'000'000);
   const double minutes = a.positive("--minutes", 5, 7 * 24 * 60);
   const std::string path = a.text("--text", ""), text = a.read_file("--text");
@@ -56,7 +61,11 @@ int train(int argc, char** argv) {
       xs.insert(xs.end(), ids.begin() + s, ids.begin() + s + T);
       ys.insert(ys.end(), ids.begin() + s + 1, ids.begin() + s + T + 1);
     }
-    auto [logits, loss] = model->forward(tensor(xs, {B, T}), tensor(ys, {B, T}));
+    Tensor loss;
+    {
+      Autocast scope(autocast);
+      loss = model->forward(tensor(xs, {B, T}), tensor(ys, {B, T})).second;
+    }
     opt.zero_grad();
     loss.backward();
     opt.step();
