@@ -1,7 +1,7 @@
 // G8: GPT-2 124M (the nn GPT model, vocab 50304) training steps on the GPU with AdamW, on random
-// tokens: loss per step, median step time, tokens/s and peak device memory as one JSON line. With bf16, the forward runs
-// under kiln::Autocast(BF16) (matmuls and attention in bf16, f32 weights, gradients and AdamW state).
-// Usage: bench_gpt2_gpu [B] [T] [steps] [jit 0|1] [f32|bf16]   (defaults 4 1024 8 0 f32)
+// tokens: loss per step, median step time, tokens/s and peak device memory as one JSON line. With bf16, the
+// forward runs under kiln::Autocast(BF16) (matmuls and attention in bf16, f32 weights, gradients and AdamW
+// state). Usage: bench_gpt2_gpu [B] [T] [steps] [jit 0|1] [f32|bf16]   (defaults 4 1024 8 0 f32)
 #include <kiln/kiln.h>
 #include <kiln/nn.h>
 
@@ -72,8 +72,7 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"workload\": \"G8\", \"name\": \"gpt2_124M_train_step_B%lld_T%lld_%s\", \"impl\": \"kiln%s\", "
       "\"ms\": %.1f, \"tok/s\": %.0f, \"first_step_s\": %.1f, \"loss_first\": %.4f, \"loss_last\": %.4f, "
-      "\"params\": %lld, \"peak_mb\": %.0f}
-",
+      "\"params\": %lld, \"peak_mb\": %.0f}\n",
       static_cast<long long>(B), static_cast<long long>(T), dtype.c_str(), use_jit ? "-jit" : "", med,
       static_cast<double>(B * T) / med * 1e3, first_s, losses.front(), losses.back(),
       static_cast<long long>(model->num_parameters()), static_cast<double>(memory_stats().peak) / 1e6);
