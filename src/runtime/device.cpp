@@ -1,4 +1,4 @@
-// The default device (KILN_DEVICE), device names, and synchronization.
+// The default device (KILN_DEVICE), device names, and synchronization (through the backend).
 #include "kiln/device.h"
 
 #include <cstdlib>
@@ -6,8 +6,7 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
-#include "runtime/cuda/context.h"
-#include "runtime/cuda/driver.h"
+#include "runtime/backend.h"
 
 namespace kiln {
 
@@ -40,14 +39,6 @@ void set_default_device(Device d) {
   current() = d;
 }
 
-bool cuda_available(std::string* why) {
-  const auto& a = runtime::cuda::availability();
-  if (!a.available && why) *why = a.reason;
-  return a.available;
-}
-
-void synchronize(Device d) {
-  if (d.is_cuda()) runtime::cuda::synchronize(d.index);
-}
+void synchronize(Device d) { runtime::backend(d).synchronize(); }
 
 }  // namespace kiln
