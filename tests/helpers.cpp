@@ -21,6 +21,7 @@
 
 #include "codegen/passes.h"
 #include "ir/graph_rewrite.h"
+#include "runtime/backend.h"
 #include "runtime/interpreter.h"
 #include "schedule/schedule.h"
 
@@ -346,10 +347,10 @@ bool sanitized_build() {
 }
 
 std::string kernel_opts(const Tensor& t) {
-  codegen::Target target = default_device().is_cuda() ? codegen::Target::CUDA : codegen::Target::CPU;
+  const runtime::Backend& b = runtime::backend(default_device());
   std::string all;
   for (auto& k : schedule::make_schedule(ir::rewrite_graph({t.node()})).kernels)
-    for (auto& o : codegen::lower(k.ast, target).opts) all += o + " ";
+    for (auto& o : codegen::lower(k.ast, b.target(), b.limits()).opts) all += o + " ";
   return all;
 }
 
