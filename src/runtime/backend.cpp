@@ -29,14 +29,22 @@ bool register_backend(Device::Kind kind, MakeBackend make) {
 }
 
 Backend& backend(Device d) {
+  // every buffer asks on allocation and release: a thread keeps the last answer (backends live on)
+  thread_local Device last_device;
+  thread_local Backend* last = nullptr;
+  if (last && last_device == d) return *last;
   Registry& r = registry();
   std::lock_guard<std::mutex> l(r.mu);
   auto key = std::make_pair(d.kind, d.index);
-  if (auto it = r.made.find(key); it != r.made.end()) return *it->second;
-  auto make = r.makers.find(d.kind);
-  if (make == r.makers.end()) throw Error("kiln: no backend is registered for device " + d.str());
-  std::unique_ptr<Backend> b = make->second(d.index);  // throws, naming d, when it cannot use it
-  return *r.made.emplace(key, std::move(b)).first->second;
+  auto it = r.made.find(key);
+  if (it == r.made.end()) {
+    auto make = r.makers.find(d.kind);
+    if (make == r.makers.end()) throw Error("kiln: no backend is registered for device " + d.str());
+    it = r.made.emplace(key, make->second(d.index)).first;  // make throws, naming d, when it cannot
+  }
+  last_device = d;
+  last = it->second.get();
+  return *last;
 }
 
 std::vector<Backend*> backends_in_use() {
