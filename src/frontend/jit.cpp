@@ -92,7 +92,7 @@ struct Step {
       std::ostringstream os;
       const auto& l = launches[i];
       os << "launch " << i << " (" << l.launch.name << ", program " << l.launch.program
-         << (l.launch.gemm ? " via cuBLASLt" : "") << ") on:";
+         << (l.launch.gemm ? " via the GEMM library" : "") << ") on:";
       for (int32_t a : l.args) os << " [" << slots[static_cast<size_t>(a)].describe() << "]";
       d.push_back(os.str());
     }

@@ -1,4 +1,5 @@
-// The backend registry (see backend.h): one factory per device kind, one backend per device.
+// The backend registry (see backend.h): one factory per device kind, one backend per device; and
+// what the backends share.
 #include "runtime/backend.h"
 
 #include <map>
@@ -45,6 +46,13 @@ Backend& backend(Device d) {
   last_device = d;
   last = it->second.get();
   return *last;
+}
+
+std::vector<KernelSource> kernel_sources(
+    const std::vector<std::shared_ptr<const codegen::Lowered>>& lowered) {
+  std::vector<KernelSource> out;
+  for (auto& l : lowered) out.push_back({l->program.name, l->program.symbol, l->source});
+  return out;
 }
 
 std::vector<Backend*> backends_in_use() {

@@ -13,6 +13,7 @@
 #include "ir/node.h"
 #include "kiln/device.h"
 #include "runtime/launcher.h"
+#include "runtime/program_cache.h"
 
 namespace kiln::runtime {
 
@@ -64,6 +65,9 @@ class Backend {
 Backend& backend(Device d);
 // Every backend created so far.
 std::vector<Backend*> backends_in_use();
+
+// What a backend's program cache compiles of lowered programs: their names, symbols and sources.
+std::vector<KernelSource> kernel_sources(const std::vector<std::shared_ptr<const codegen::Lowered>>& lowered);
 
 // A backend's registration: `make` creates the backend of device index i of `kind` (or throws).
 using MakeBackend = std::unique_ptr<Backend> (*)(int index);

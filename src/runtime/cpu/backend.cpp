@@ -117,9 +117,7 @@ class CpuBackend : public Backend {
 
   codegen::Target target() const override { return codegen::Target::CPU; }
   std::vector<Launch> load(const std::vector<std::shared_ptr<const codegen::Lowered>>& lowered) override {
-    std::vector<KernelSource> sources;
-    for (auto& l : lowered) sources.push_back({l->program.name, l->program.symbol, l->source});
-    std::vector<KernelFn> fns = load_programs(sources);
+    std::vector<KernelFn> fns = load_programs(kernel_sources(lowered));
     std::vector<Launch> out;
     for (size_t i = 0; i < fns.size(); i++) {
       const codegen::Program& p = lowered[i]->program;

@@ -48,9 +48,7 @@ class CudaBackend : public Backend {
 
   codegen::Target target() const override { return codegen::Target::CUDA; }
   std::vector<Launch> load(const std::vector<std::shared_ptr<const codegen::Lowered>>& lowered) override {
-    std::vector<KernelSource> sources;
-    for (auto& l : lowered) sources.push_back({l->program.name, l->program.symbol, l->source});
-    std::vector<CUfunction> fns = load_kernels(ordinal_, sources);
+    std::vector<CUfunction> fns = load_kernels(ordinal_, kernel_sources(lowered));
     std::vector<Launch> out;
     for (size_t i = 0; i < fns.size(); i++)
       out.push_back(Launch::of(*lowered[i], Device::cuda(ordinal_), fns[i]));
