@@ -21,6 +21,7 @@
 
 #include "codegen/passes.h"
 #include "ir/graph_rewrite.h"
+#include "runtime/backend.h"
 #include "runtime/interpreter.h"
 #include "schedule/schedule.h"
 
@@ -346,17 +347,19 @@ bool sanitized_build() {
 }
 
 namespace {
-std::string opts_for(const Tensor& t, codegen::Target target) {
+std::string opts_for(const Tensor& t, codegen::Target target, const codegen::DeviceLimits& limits) {
   std::string all;
   for (auto& k : schedule::make_schedule(ir::rewrite_graph({t.node()})).kernels)
-    for (auto& o : codegen::lower(k.ast, target).opts) all += o + " ";
+    for (auto& o : codegen::lower(k.ast, target, limits).opts) all += o + " ";
   return all;
 }
 }  // namespace
 
 std::string kernel_opts(const Tensor& t) {
-  return opts_for(t, default_device().is_cuda() ? codegen::Target::CUDA : codegen::Target::CPU);
+  const runtime::Backend& b = runtime::backend(default_device());
+  return opts_for(t, b.target(), b.limits());
 }
-std::string cuda_kernel_opts(const Tensor& t) { return opts_for(t, codegen::Target::CUDA); }
+// the limits every CUDA device has: no GPU needed
+std::string cuda_kernel_opts(const Tensor& t) { return opts_for(t, codegen::Target::CUDA, {}); }
 
 }  // namespace kiln::testing

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks that kiln's source layers depend only downward: a file in src/<layer>/ includes only the
-# folders its row below allows, and CUDA API names appear only in the CUDA backends.
+# folders its row below allows, the CUDA backends' headers are included only by CUDA code (the rest
+# reaches a device through runtime/backend.h), and CUDA API names appear only in the CUDA backends.
 # Usage: tools/check_layers.sh [ROOT] (ROOT defaults to the repository) or --selftest.
 # Prints one `file:line: <layer> must not include <other>` per violation; exits 1 on any.
 set -euo pipefail
@@ -23,6 +24,11 @@ nn          nn data io frontend tile runtime schedule codegen ir kiln
 BASE_HEADERS='kiln/dtype.h kiln/error.h kiln/debug.h kiln/device.h'
 # the only places that may call the CUDA driver, runtime, NVRTC or cuBLAS(Lt)
 CUDA_PLACES='^(src/runtime/cuda/|src/tile/cuda/|include/kiln/tile/cuda)'
+# backend folders whose headers only the files under the given prefix may include: "<folder> <prefix>"
+PRIVATE_HEADERS='
+runtime/cuda/ src/runtime/cuda/ src/tile/cuda/
+tile/cuda/    src/tile/
+'
 
 check() {
   local root=$1
@@ -31,8 +37,15 @@ check() {
   # includes: "<file>:<line>:<included path>" for each #include "..." under src/
   grep -rnE --include='*.h' --include='*.cpp' '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]+"' src |
     sed -E 's/^([^:]+):([0-9]+):[^"]*"([^"]+)".*/\1 \2 \3/' |
-    awk -v allowed="$ALLOWED" -v base="$BASE_HEADERS" '
+    awk -v allowed="$ALLOWED" -v base="$BASE_HEADERS" -v private="$PRIVATE_HEADERS" '
       BEGIN {
+        np = split(private, prow, "\n")
+        for (r = 1; r <= np; r++) {
+          k = split(prow[r], f, /[ \t]+/)
+          if (k < 2 || f[1] == "") continue
+          folders[f[1]] = k - 1
+          for (j = 2; j <= k; j++) users[f[1], j - 1] = f[j]
+        }
         n = split(allowed, rows, "\n")
         for (r = 1; r <= n; r++) {
           k = split(rows[r], f, /[ \t]+/)
@@ -47,6 +60,12 @@ check() {
         file = $1; line = $2; inc = $3
         split(file, p, "/"); layer = p[2]
         if (!(layer in known)) { print file ":" line ": layer " layer " has no row in the table"; bad = 1; next }
+        for (d in folders)
+          if (index(inc, d) == 1) {
+            mine = 0
+            for (j = 1; j <= folders[d]; j++) if (index(file, users[d, j]) == 1) mine = 1
+            if (!mine) { print file ":" line ": " inc " is private to the CUDA backends (use runtime/backend.h)"; bad = 1 }
+          }
         if (index(inc, "/") == 0 || (inc in open)) next  # a header beside the file, or a base header
         split(inc, q, "/"); other = q[1]
         if (!ok[layer, other]) { print file ":" line ": " layer " must not include " inc; bad = 1 }
@@ -84,13 +103,15 @@ selftest() {
   check "$tmp" > "$tmp/clean.txt" || { echo "selftest: the tree itself fails:"; cat "$tmp/clean.txt"; return 1; }
   printf '#include "runtime/buffer.h"\n' >> "$tmp/src/ir/node.h"
   printf 'void f() { cuEventCreate(0, 0); }  // cuNothing(\n' >> "$tmp/src/frontend/graph.cpp"
+  printf '#include "runtime/cuda/context.h"\n' >> "$tmp/src/runtime/realize.cpp"
   if check "$tmp" > "$tmp/bad.txt"; then echo "selftest: violations were not caught"; return 1; fi
   local want
   for want in "src/ir/node.h:[0-9]+: ir must not include runtime/buffer.h" \
-              "src/frontend/graph.cpp:[0-9]+: frontend must not use the CUDA API \(cuEventCreate\)"; do
+              "src/frontend/graph.cpp:[0-9]+: frontend must not use the CUDA API \(cuEventCreate\)" \
+              "src/runtime/realize.cpp:[0-9]+: runtime/cuda/context.h is private to the CUDA backends \(use runtime/backend.h\)"; do
     grep -qE "^$want\$" "$tmp/bad.txt" || { echo "selftest: expected '$want' in:"; cat "$tmp/bad.txt"; return 1; }
   done
-  [[ $(wc -l < "$tmp/bad.txt") -eq 2 ]] || { echo "selftest: expected 2 lines:"; cat "$tmp/bad.txt"; return 1; }
+  [[ $(wc -l < "$tmp/bad.txt") -eq 3 ]] || { echo "selftest: expected 3 lines:"; cat "$tmp/bad.txt"; return 1; }
   echo "check_layers selftest: ok"
 }
 

@@ -1,10 +1,14 @@
 // Devices kiln can place tensors on: the CPU and CUDA GPUs.
 #pragma once
-#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace kiln {
+
+namespace runtime {
+class Timer;  // the device backend's (src/runtime/backend.h)
+}
 
 struct Device {
   enum class Kind { CPU, CUDA } kind = Kind::CPU;
@@ -14,7 +18,11 @@ struct Device {
   bool is_cpu() const { return kind == Kind::CPU; }
   bool is_cuda() const { return kind == Kind::CUDA; }
   bool operator==(const Device&) const = default;
-  std::string str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+  std::string str() const {
+    if (is_cpu()) return "cpu";
+    return (is_cuda() ? "cuda:" : "kind" + std::to_string(static_cast<int>(kind)) + ":") +
+           std::to_string(index);
+  }
   // "cpu", "cuda", "cuda:1"; throws kiln::Error on anything else
   static Device parse(const std::string& s);
   // a small code for graph nodes: 0 = cpu, 1 + k = cuda:k
@@ -55,8 +63,7 @@ class DeviceTimer {
 
  private:
   Device device_;
-  void *start_event_ = nullptr, *stop_event_ = nullptr;  // CUevents on a GPU
-  std::chrono::steady_clock::time_point t0_;
+  std::unique_ptr<runtime::Timer> timer_;
   bool started_ = false;
 };
 

@@ -25,6 +25,13 @@ Tiles tiles_for(int64_t d) { return d == 64 ? Tiles{128, 64, 256, 2} : Tiles{128
 
 }  // namespace
 
+bool flash_attention_fits(const ir::Node& n) {
+  const ir::Shape& q = n.src[0]->shape;
+  size_t r = q.size();
+  int64_t d = q[r - 1], dv = n.src[2]->shape[r - 1], tk = n.src[1]->shape[r - 2];
+  return (n.dtype == DType::BF16 || n.dtype == DType::F16) && d == dv && (d == 64 || d == 128) && tk >= 1;
+}
+
 Lowered lower_attention(const NodeRef& ast, Target target) {
   const NodeRef& a = ast->src.at(0);
   if (target != Target::CUDA)

@@ -7,6 +7,9 @@
 namespace kiln::codegen {
 
 const char* flash_attention_kernel_source();
+// Whether the kernel handles this ATTENTION node: f16 or bf16 values, D = Dv of 64 or 128, Tk >= 1.
+// (Whether a device runs it at all is its backend's answer: runtime/backend.h.)
+bool flash_attention_fits(const ir::Node& attention);
 // ast = SINK(ATTENTION(...)); CUDA only.
 Lowered lower_attention(const ir::NodeRef& ast, Target target);
 

@@ -30,7 +30,7 @@ std::string kernel_name(const NodeRef& ast) {
   return name;
 }
 
-Lowered lower(const NodeRef& ast, Target target) {
+Lowered lower(const NodeRef& ast, Target target, const DeviceLimits& limits) {
   if (ast->src.size() == 1 && ast->src[0]->op == Op::ATTENTION) return lower_attention(ast, target);
   Lowered out;
   NodeRef s = ast;
@@ -65,7 +65,7 @@ Lowered lower(const NodeRef& ast, Target target) {
                 static_cast<unsigned long long>(out.program.hash & 0xffffffffffffull));
   out.program.symbol = out.program.name + hex;
   if (target == Target::CUDA) {
-    CudaKernel k = render_cuda(out.program);
+    CudaKernel k = render_cuda(out.program, limits);
     out.source = std::move(k.source);
     out.launch = k.launch;
     out.opts.push_back(k.launch.kind == CudaLaunch::Kind::BlockReduce

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/device_limits.h"
 #include "codegen/program.h"
 #include "codegen/render_cuda.h"
 #include "ir/node.h"
@@ -18,7 +19,8 @@ struct Lowered {
   CudaLaunch launch;              // CUDA: how the kernel maps onto threads
 };
 
-Lowered lower(const ir::NodeRef& ast, Target target = Target::CPU);
+// `limits`: the device the kernel is for (CUDA: they size its shared memory).
+Lowered lower(const ir::NodeRef& ast, Target target = Target::CPU, const DeviceLimits& limits = {});
 std::string kernel_name(const ir::NodeRef& ast);  // E_<sizes> or r_<output sizes>_<reduce sizes>
 
 }  // namespace kiln::codegen

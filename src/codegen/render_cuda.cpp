@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <map>
 #include <optional>
 #include <set>
@@ -68,16 +67,13 @@ template <class T, class Op> __device__ __forceinline__ T kiln_block_reduce(T v,
 }
 
 namespace {
-std::atomic<int64_t> row_cache_budget{48 * 1024};
-}  // namespace
-
-int64_t set_row_cache_budget(int64_t bytes) { return row_cache_budget.exchange(bytes); }
-
-namespace {
 
 class CudaRenderer : public RendererBase {
  public:
-  explicit CudaRenderer(const Program& p) : RendererBase(p) {}
+  // Rows a block keeps in shared memory: the device's per-block limit less what the kernels' own
+  // reductions take, and never less than the 48 KB every device has.
+  CudaRenderer(const Program& p, const DeviceLimits& limits)
+      : RendererBase(p), row_cache_budget_(std::max<int64_t>(48 * 1024, limits.shared_per_block - 1024)) {}
 
   CudaKernel run() {
     CudaKernel k;
@@ -372,7 +368,7 @@ class CudaRenderer : public RendererBase {
   // loop keeps what it loads in shared memory and in the later loops each thread reads back only
   // what it wrote itself (no barrier). A load qualifies when its index is (a row's start, fixed
   // before the loop) + the loop's index, in a loop directly under the output digits; up to the
-  // block's shared memory in all (row_cache_budget). Measured on an H100: softmax cross-entropy
+  // block's shared memory in all (row_cache_budget_). Measured on an H100: softmax cross-entropy
   // over 50304 columns (a 201 KB row, one block of 1024 threads per SM) ran in 1.54 ms with the row
   // in shared memory, 1.94 ms re-reading it from L2 (a third of the re-reads missed), 2.9 ms with
   // 4 blocks per SM re-reading it from memory. Larger rows are re-read; the launch then runs few
@@ -411,8 +407,8 @@ class CudaRenderer : public RendererBase {
       for (auto& u : uses) loops.insert(u.loop);
       DType t = p_.insts[uses[0].load].dtype;
       int64_t n = (std::get<2>(key) * (is_half(t) ? 4 : dtype_size(t)) + 15) / 16 * 16;
-      if (loops.size() >= 2 && bytes + n > row_cache_budget) l.reread_bytes += n;
-      if (loops.size() < 2 || bytes + n > row_cache_budget) continue;
+      if (loops.size() >= 2 && bytes + n > row_cache_budget_) l.reread_bytes += n;
+      if (loops.size() < 2 || bytes + n > row_cache_budget_) continue;
       for (auto& u : uses) row_cache_[u.load] = {bytes, u.loop, u.loop == *loops.begin()};
       fills_.insert(*loops.begin());
       bytes += n;
@@ -599,6 +595,7 @@ class CudaRenderer : public RendererBase {
     return std::string("kiln_bitcast<") + value_type(to) + ", " + value_type(from) + ">(" + x + ")";
   }
 
+  int64_t row_cache_budget_;
   std::map<size_t, int64_t> stride_;          // output RANGE -> its stride in t
   std::map<size_t, std::vector<int>> split_;  // reduce RANGE split over the block -> its accumulators
   std::vector<int> open_;   // open RANGEs: -1 output (a digit of t), -2 plain loop, -3 row loop, else split
@@ -618,6 +615,6 @@ class CudaRenderer : public RendererBase {
 
 }  // namespace
 
-CudaKernel render_cuda(const Program& p) { return CudaRenderer(p).run(); }
+CudaKernel render_cuda(const Program& p, const DeviceLimits& limits) { return CudaRenderer(p, limits).run(); }
 
 }  // namespace kiln::codegen

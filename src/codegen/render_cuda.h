@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string>
 
+#include "codegen/device_limits.h"
 #include "codegen/program.h"
 
 namespace kiln::codegen {
@@ -49,11 +50,8 @@ struct CudaKernel {
   CudaLaunch launch;
 };
 
-CudaKernel render_cuda(const Program& p);
-// Shared memory a block may use for cached rows: the device's per-block opt-in limit, less what the
-// kernels' own reductions take (set when a device context is created; 48 KB before). Returns the
-// budget it replaces.
-int64_t set_row_cache_budget(int64_t bytes);
+// `limits`: the device's; its shared memory per block bounds the rows a block keeps (see above).
+CudaKernel render_cuda(const Program& p, const DeviceLimits& limits = {});
 const char* cuda_prelude();  // types, half conversions and block reductions shared by all kernels
 
 }  // namespace kiln::codegen

@@ -7,12 +7,13 @@
 #include <cmath>
 #include <string>
 
+#include "codegen/flash_attention.h"
 #include "frontend/autocast.h"
 #include "frontend/graph.h"
 #include "ir/graph_rewrite.h"
 #include "ir/rewrite.h"
 #include "kiln/functional.h"
-#include "runtime/cuda/context.h"
+#include "runtime/backend.h"
 
 namespace kiln {
 
@@ -51,15 +52,10 @@ std::vector<std::optional<Tensor>> attention_backward(const NodeRef& n, const Te
   return {ds.matmul(k) * scale, ds.transpose(-2, -1).matmul(q) * scale, p.transpose(-2, -1).matmul(g)};
 }
 
+// The kernel's own limits first: asking the backend sets up its device.
 bool attention_kernel_runs(const NodeRef& n) {
-  if (n->device <= 0) return false;  // no device (a constant graph) or the CPU
-  const ir::Shape& q = n->src[0]->shape;
-  size_t r = q.size();
-  int64_t d = q[r - 1], dv = n->src[2]->shape[r - 1], tk = n->src[1]->shape[r - 2];
-  if ((n->dtype != DType::BF16 && n->dtype != DType::F16) || d != dv || (d != 64 && d != 128) || tk < 1)
-    return false;
-  const std::string& arch = runtime::cuda::context(Device::from_code(n->device).index).arch;  // "sm_90"
-  return arch.size() > 3 && std::stoi(arch.substr(3)) >= 80;  // mma.sync on 16-bit floats
+  if (n->device < 0 || !codegen::flash_attention_fits(*n)) return false;  // n->device < 0: a constant graph
+  return runtime::backend(Device::from_code(n->device)).supports(*n);
 }
 
 NodeRef lower_attention(const NodeRef& n) {

@@ -10,6 +10,7 @@
 #include "frontend/jit_recorder.h"
 #include "frontend/tensor_impl.h"
 #include "kiln/debug.h"
+#include "runtime/backend.h"
 #include "runtime/program_cache.h"
 #include "runtime/realize.h"
 
@@ -90,9 +91,8 @@ struct Step {
     for (size_t i = 0; i < launches.size(); i++) {
       std::ostringstream os;
       const auto& l = launches[i];
-      os << "launch " << i << " (" << l.launch.name << ", program "
-         << (l.launch.fn ? reinterpret_cast<const void*>(l.launch.fn) : l.launch.cuda_fn)
-         << (l.launch.gemm ? " via cuBLASLt" : "") << ") on:";
+      os << "launch " << i << " (" << l.launch.name << ", program " << l.launch.program
+         << (l.launch.gemm ? " via the GEMM library" : "") << ") on:";
       for (int32_t a : l.args) os << " [" << slots[static_cast<size_t>(a)].describe() << "]";
       d.push_back(os.str());
     }
@@ -304,6 +304,7 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
         throw Error("kiln.jit: inputs " + std::to_string(a) + " and " + std::to_string(i) +
                     " were one tensor at capture and are two now: the captured step read them as one");
     }
+    runtime::Launcher& launcher = runtime::backend(r.device).launcher();
     std::vector<void*> ptrs(r.slots.size());
     std::vector<std::shared_ptr<Buffer>> fresh(r.slots.size());
     for (size_t i = 0; i < r.slots.size(); i++) {
@@ -312,9 +313,9 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
         case Replay::Kind::Input: {
           const std::shared_ptr<Buffer>& in = inputs[s.input].node()->buffer;
           ptrs[i] = in->data;
-          // a recorded CUDA graph reads fixed addresses: each call's inputs are copied there first
-          // (a batch is small next to a step's work), so the graph is recorded once
-          if (r.device.is_cuda() && settings().cuda_graph) {
+          // a replay that keeps addresses (a CUDA graph) reads fixed ones: each call's inputs are
+          // copied there first (a batch is small next to a step's work), so it is recorded once
+          if (launcher.replay_keeps_addresses()) {
             if (!s.fixed) s.fixed = std::make_shared<Buffer>(s.dtype, s.numel, r.device);
             copy_buffer(*s.fixed, *in);
             ptrs[i] = s.fixed->data;
@@ -348,7 +349,7 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
         }
       }
     }
-    runtime::launcher(r.device).replay(r.launches, ptrs, r.launcher_state);
+    launcher.replay(r.launches, ptrs, r.launcher_state);
     stats().jit_replays++;
     for (auto& [w, slot] : r.publish)
       if (ImplRef impl = w.lock())

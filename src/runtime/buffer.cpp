@@ -1,76 +1,19 @@
-// Buffer allocation and element access on the host.
+// Buffers: memory from their device's backend (runtime/backend.h), copies between devices, and
+// element access on the host.
 #include "runtime/buffer.h"
 
 #include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <mutex>
-#include <unordered_map>
-#include <vector>
+#include <string>
 
 #include "kiln/error.h"
-#include "runtime/cuda/allocator.h"
-#include "runtime/cuda/copy.h"
+#include "runtime/backend.h"
 
 namespace kiln {
 
 namespace {
 std::atomic<int64_t> next_buffer_id{1};
-
-// Freed host blocks are kept by size and reused: a fresh large allocation costs a page fault per
-// 4 KiB on first touch, often more than the kernel that writes it.
-class HostPool {
- public:
-  void* get(size_t bytes) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      auto it = free_.find(bytes);
-      if (it != free_.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
-        cached_ -= bytes;
-        return p;
-      }
-    }
-    void* p = std::aligned_alloc(64, bytes);
-    if (!p && release()) p = std::aligned_alloc(64, bytes);  // the kept blocks may make room
-    return p;
-  }
-  void put(void* p, size_t bytes) {
-    std::lock_guard<std::mutex> l(mu_);
-    if (cached_ + bytes > kMaxCached) {
-      std::free(p);
-      return;
-    }
-    free_[bytes].push_back(p);
-    cached_ += bytes;
-  }
-  // Frees every kept block; whether there were any.
-  bool release() {
-    std::lock_guard<std::mutex> l(mu_);
-    bool any = cached_ > 0;
-    for (auto& [size, blocks] : free_)
-      for (void* p : blocks) std::free(p);
-    free_.clear();
-    cached_ = 0;
-    return any;
-  }
-
- private:
-  static constexpr size_t kMaxCached = size_t{1} << 30;
-  std::mutex mu_;
-  std::unordered_map<size_t, std::vector<void*>> free_;
-  size_t cached_ = 0;
-};
-
-HostPool& pool() {
-  static HostPool* p = new HostPool();  // outlives static destructors that free buffers
-  return *p;
-}
-
-size_t rounded(size_t bytes) { return bytes < 64 ? 64 : (bytes + 63) / 64 * 64; }
 }  // namespace
 
 Buffer::Buffer(DType dtype_, int64_t numel_, Device device_)
@@ -79,15 +22,13 @@ Buffer::Buffer(DType dtype_, int64_t numel_, Device device_)
   if (static_cast<uint64_t>(numel) > (SIZE_MAX - 63) / dtype_size(dtype))
     throw Error("Buffer: " + std::to_string(numel) + " elements of " + to_string(dtype) +
                 " are more bytes than memory can address");
-  size_t bytes = nbytes();
-  if (device.is_cuda()) {
-    data = reinterpret_cast<void*>(runtime::cuda::device_alloc(device.index, bytes));
-    return;
+  runtime::Backend& b = runtime::backend(device);
+  try {
+    data = b.allocate(nbytes());
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (" + std::to_string(numel) + " elements of " + to_string(dtype) +
+                ")");
   }
-  data = pool().get(rounded(bytes));
-  if (!data)
-    throw Error("Buffer: out of host memory allocating " + std::to_string(bytes) + " bytes (" +
-                std::to_string(numel) + " elements of " + to_string(dtype) + ")");
 }
 
 Buffer::Buffer(std::shared_ptr<Buffer> base_, size_t offset_, DType dtype_, int64_t numel_)
@@ -108,10 +49,7 @@ int64_t Buffer::next_id() { return next_buffer_id.load(); }
 
 Buffer::~Buffer() {
   if (base) return;  // a view: its base owns the memory
-  if (device.is_cuda())
-    runtime::cuda::device_free(device.index, reinterpret_cast<runtime::cuda::CUdeviceptr>(data), nbytes());
-  else
-    pool().put(data, rounded(nbytes()));
+  runtime::backend(device).free(data, nbytes());
 }
 
 void copy_buffer(Buffer& dst, const Buffer& src) {
@@ -120,16 +58,14 @@ void copy_buffer(Buffer& dst, const Buffer& src) {
                 std::to_string(src.nbytes()) + " bytes)");
   size_t n = src.nbytes();
   if (!n) return;
-  auto dev = [](const Buffer& b) { return reinterpret_cast<runtime::cuda::CUdeviceptr>(b.data); };
-  if (dst.device.is_cpu() && src.device.is_cpu())
-    std::memcpy(dst.data, src.data, n);
+  // every backend copies to and from host memory; two other devices meet there
+  if (dst.device == src.device)
+    runtime::backend(dst.device).copy(dst.data, src.data, n);
   else if (dst.device.is_cpu())
-    runtime::cuda::download(src.device.index, dst.data, dev(src), n);
+    runtime::backend(src.device).download(dst.data, src.data, n);
   else if (src.device.is_cpu())
-    runtime::cuda::upload(dst.device.index, dev(dst), src.data, n);
-  else if (dst.device == src.device)
-    runtime::cuda::copy_device(dst.device.index, dev(dst), dev(src), n);
-  else {  // between two GPUs: through the host
+    runtime::backend(dst.device).upload(dst.data, src.data, n);
+  else {
     Buffer tmp(src.dtype, src.numel);
     copy_buffer(tmp, src);
     copy_buffer(dst, tmp);
@@ -137,12 +73,7 @@ void copy_buffer(Buffer& dst, const Buffer& src) {
 }
 
 void upload(Buffer& dst, const void* host) {
-  if (!dst.nbytes()) return;
-  if (dst.device.is_cpu())
-    std::memcpy(dst.data, host, dst.nbytes());
-  else
-    runtime::cuda::upload(dst.device.index, reinterpret_cast<runtime::cuda::CUdeviceptr>(dst.data), host,
-                          dst.nbytes());
+  if (dst.nbytes()) runtime::backend(dst.device).upload(dst.data, host, dst.nbytes());
 }
 
 std::shared_ptr<Buffer> Buffer::to(Device d) const {

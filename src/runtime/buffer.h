@@ -1,5 +1,5 @@
-// Memory for realized tensors: aligned host memory on the CPU, device memory from the caching
-// allocator on CUDA. Contiguous, row-major.
+// Memory for realized tensors, from their device's backend (runtime/backend.h): pooled aligned host
+// memory on the CPU, the caching allocator's on CUDA. Contiguous, row-major.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -1,4 +1,4 @@
-// The default device (KILN_DEVICE), device names, and synchronization.
+// The default device (KILN_DEVICE), device names, and synchronization (through the backend).
 #include "kiln/device.h"
 
 #include <cstdlib>
@@ -6,9 +6,7 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
-#include "runtime/cuda/allocator.h"
-#include "runtime/cuda/context.h"
-#include "runtime/cuda/driver.h"
+#include "runtime/backend.h"
 
 namespace kiln {
 
@@ -41,27 +39,18 @@ void set_default_device(Device d) {
   current() = d;
 }
 
-bool cuda_available(std::string* why) {
-  const auto& a = runtime::cuda::availability();
-  if (!a.available && why) *why = a.reason;
-  return a.available;
-}
-
 MemoryStats memory_stats(Device d) {
-  if (!d.is_cuda())
-    throw Error("kiln.memory_stats: memory is counted on CUDA devices only, not on " + d.str());
-  runtime::cuda::AllocatorStats a = runtime::cuda::allocator_stats(d.index);
-  return {static_cast<int64_t>(a.in_use), static_cast<int64_t>(a.peak), static_cast<int64_t>(a.cached)};
+  std::optional<MemoryStats> s = runtime::backend(d).memory_stats();
+  if (!s) throw Error("kiln.memory_stats: memory is counted on CUDA devices only, not on " + d.str());
+  return *s;
 }
 
 void reset_peak_memory(Device d) {
-  if (!d.is_cuda())
+  if (!runtime::backend(d).memory_stats())
     throw Error("kiln.reset_peak_memory: memory is counted on CUDA devices only, not on " + d.str());
-  runtime::cuda::reset_peak(d.index);
+  runtime::backend(d).reset_peak_memory();
 }
 
-void synchronize(Device d) {
-  if (d.is_cuda()) runtime::cuda::synchronize(d.index);
-}
+void synchronize(Device d) { runtime::backend(d).synchronize(); }
 
 }  // namespace kiln

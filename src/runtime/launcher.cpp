@@ -1,12 +1,19 @@
-// The CPU launcher and the replay of a launch list (see launcher.h).
+// Launches of lowered programs and the default replay of a launch list (see launcher.h).
 #include "runtime/launcher.h"
 
-#include <cstring>
-
-#include "kiln/debug.h"
-#include "runtime/thread_pool.h"
-
 namespace kiln::runtime {
+
+Launch Launch::of(const codegen::Lowered& l, Device d, void* program) {
+  Launch out;
+  out.program = program;
+  out.name = l.program.name;
+  out.device = d;
+  out.zero_bytes = l.program.zero_bytes;
+  out.outer_size = l.program.outer_size;
+  out.nargs = l.program.globals.size();
+  out.cuda = l.launch;
+  return out;
+}
 
 void Launcher::replay(const std::vector<SlotLaunch>& list, const std::vector<void*>& slots,
                       std::unique_ptr<ReplayState>&) {
@@ -17,28 +24,6 @@ void Launcher::replay(const std::vector<SlotLaunch>& list, const std::vector<voi
     launch(s.launch, args.data());
   }
 }
-
-namespace {
-class CpuLauncher : public Launcher {
- public:
-  void launch(const Launch& l, void** args) override {
-    KernelFn fn = l.fn;
-    if (l.zero_bytes > 0) std::memset(args[0], 0, static_cast<size_t>(l.zero_bytes));
-    if (l.parallel)
-      parallel_for(l.outer_size, [&](int64_t s, int64_t e) { fn(args, s, e); });
-    else
-      fn(args, 0, l.outer_size);
-    stats().kernels_run++;
-  }
-};
-}  // namespace
-
-Launcher& cpu_launcher() {
-  static CpuLauncher l;
-  return l;
-}
-
-Launcher& launcher(Device d) { return d.is_cuda() ? cuda_launcher() : cpu_launcher(); }
 
 LaunchObserver*& launch_observer() {
   thread_local LaunchObserver* o = nullptr;

@@ -15,10 +15,10 @@
 #include "codegen/render_c.h"
 #include "kiln/debug.h"
 #include "kiln/error.h"
+#include "runtime/backend.h"
 #include "runtime/cache_dir.h"
 #include "runtime/cache_entry.h"
 #include "runtime/cpu/compiler.h"
-#include "runtime/cuda/program_cache.h"
 #include "runtime/file_util.h"
 
 namespace kiln::runtime {
@@ -236,6 +236,6 @@ void clear_memory_cache() {
   std::lock_guard<std::mutex> l(c.mu);
   c.fns.clear();
   c.symbols.clear();  // libraries stay loaded: entry points handed out may still be in use
-  runtime::cuda::clear_function_cache();
+  for (runtime::Backend* b : runtime::backends_in_use()) b->clear_program_cache();
 }
 }  // namespace kiln

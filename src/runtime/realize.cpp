@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -14,13 +15,10 @@
 #include "kiln/debug.h"
 #include "kiln/error.h"
 #include "runtime/arena.h"
+#include "runtime/backend.h"
 #include "runtime/buffer.h"
-#include "runtime/cuda/context.h"
-#include "runtime/cuda/cublaslt.h"
-#include "runtime/cuda/program_cache.h"
 #include "runtime/interpreter.h"
 #include "runtime/launcher.h"
-#include "runtime/program_cache.h"
 #include "runtime/survivors.h"
 #include "runtime/viz.h"
 #include "schedule/match_matmul.h"
@@ -33,19 +31,19 @@ using ir::NodeRef;
 
 namespace {
 
-// Lowering is deterministic in the AST (hash-consed) and the opt settings: cache it.
-std::shared_ptr<const codegen::Lowered> lower_cached(const NodeRef& ast, codegen::Target target) {
+// Lowering is deterministic in the AST (hash-consed), the opt settings and the backend (its target and
+// limits): cache it.
+std::shared_ptr<const codegen::Lowered> lower_cached(const NodeRef& ast, const Backend& b) {
   static std::mutex mu;
-  static std::unordered_map<const ir::Node*, std::pair<NodeRef, std::shared_ptr<const codegen::Lowered>>>
-      cache[8];
-  auto& c = cache[(settings().noopt ? 1 : 0) + (target == codegen::Target::CUDA ? 2 : 0) +
-                  (settings().deterministic ? 4 : 0)];
-  {
-    std::lock_guard<std::mutex> l(mu);
-    if (auto it = c.find(ast.get()); it != c.end() && settings().debug < 4) return it->second.second;
-  }
-  auto low = std::make_shared<const codegen::Lowered>(codegen::lower(ast, target));
-  std::lock_guard<std::mutex> l(mu);
+  using Cache =
+      std::unordered_map<const ir::Node*, std::pair<NodeRef, std::shared_ptr<const codegen::Lowered>>>;
+  static std::map<std::pair<const Backend*, int>, Cache> caches;
+  std::unique_lock<std::mutex> l(mu);
+  Cache& c = caches[{&b, (settings().noopt ? 1 : 0) + (settings().deterministic ? 2 : 0)}];
+  if (auto it = c.find(ast.get()); it != c.end() && settings().debug < 4) return it->second.second;
+  l.unlock();
+  auto low = std::make_shared<const codegen::Lowered>(codegen::lower(ast, b.target(), b.limits()));
+  l.lock();
   c[ast.get()] = {ast, low};
   return low;
 }
@@ -81,44 +79,8 @@ void validate(const NodeRef& node, const codegen::Program& p, const std::shared_
   }
 }
 
-// The compiled programs of a schedule, as launches on its device (their `parallel` says whether
-// the program can split its outer loop; realize decides by size).
-std::vector<Launch> load(const std::vector<std::shared_ptr<const codegen::Lowered>>& lowered, Device device) {
-  std::vector<Launch> out;
-  if (device.is_cuda()) {
-    std::vector<cuda::KernelSource> sources;
-    for (auto& l : lowered) sources.push_back({l->program.name, l->program.symbol, l->source});
-    std::vector<cuda::CUfunction> fns = cuda::load_kernels(device.index, sources);
-    for (size_t i = 0; i < fns.size(); i++) {
-      Launch l;
-      l.name = lowered[i]->program.name;
-      l.device = device;
-      l.cuda_fn = fns[i];
-      l.cuda = lowered[i]->launch;
-      l.nargs = lowered[i]->program.globals.size();
-      l.zero_bytes = lowered[i]->program.zero_bytes;
-      out.push_back(l);
-    }
-    return out;
-  }
-  std::vector<KernelSource> sources;
-  for (auto& l : lowered) sources.push_back({l->program.name, l->program.symbol, l->source});
-  std::vector<KernelFn> fns = load_programs(sources);
-  for (size_t i = 0; i < fns.size(); i++) {
-    const codegen::Program& p = lowered[i]->program;
-    Launch l;
-    l.fn = fns[i];
-    l.name = p.name;
-    l.outer_size = p.outer_size;
-    l.parallel = p.outer_size > 1 && !p.serial;
-    l.zero_bytes = p.zero_bytes;
-    out.push_back(l);
-  }
-  return out;
-}
-
-// Large matmuls on CUDA go to cuBLASLt (the generated kernel stays the fallback): those whose
-// every dim is at least 64 and that do at least 2^24 multiply-adds.
+// Large matmuls go to the backend's GEMM library (the generated kernel stays the fallback): those
+// whose every dim is at least 64 and that do at least 2^24 multiply-adds.
 void use_library_gemm(Launch& l, const schedule::Kernel& k) {
   static std::mutex mu;
   static std::unordered_map<const ir::Node*,
@@ -170,18 +132,19 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
   images = ir::rewrite_graph(images);
   std::vector<NodeRef> rewritten(images.begin(), images.begin() + static_cast<std::ptrdiff_t>(roots.size()));
   std::vector<NodeRef> held_images(images.begin() + static_cast<std::ptrdiff_t>(roots.size()), images.end());
-  schedule::Schedule sched = schedule::make_schedule(
-      rewritten, {.library_gemm = device.is_cuda() && cuda::cublaslt_available(), .explain = viz::enabled()});
+  Backend& b = backend(device);
+  const std::string gemm_library = b.gemm_library();
+  schedule::Schedule sched =
+      schedule::make_schedule(rewritten, {.library_gemm = !gemm_library.empty(), .explain = viz::enabled()});
   stats().schedules++;
 
-  codegen::Target target = device.is_cuda() ? codegen::Target::CUDA : codegen::Target::CPU;
   std::vector<std::shared_ptr<const codegen::Lowered>> lowered;
-  for (auto& k : sched.kernels) lowered.push_back(lower_cached(k.ast, target));
+  for (auto& k : sched.kernels) lowered.push_back(lower_cached(k.ast, b));
   // the compiler viewer records the graphs before any kernel output is attached to them
   std::unique_ptr<viz::Record> rec =
       viz::enabled() ? std::make_unique<viz::Record>(roots, rewritten, sched, lowered, device) : nullptr;
   Stats before = stats();
-  std::vector<Launch> runners = load(lowered, device);
+  std::vector<Launch> runners = b.load(lowered);
   schedule::MemoryPlan plan = schedule::plan_memory(sched, surviving_outputs(sched, rewritten, held_images));
   OutputBuffers buffers = allocate_outputs(sched, plan, device);
   stats().arena_bytes += static_cast<int64_t>(plan.arena_bytes);
@@ -214,7 +177,7 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
     }
     Launch launch = runners[i];
     launch.parallel = launch.parallel && p.flops + static_cast<double>(k.outputs[0]->numel()) >= 32768;
-    if (device.is_cuda() && lowered[i]->launch.kind != codegen::CudaLaunch::Kind::Grid)
+    if (!gemm_library.empty() && lowered[i]->launch.kind != codegen::CudaLaunch::Kind::Grid)
       use_library_gemm(launch, k);
     if (launch.gemm) stats().gemm_launches++;
     if (launch.cuda.kind == codegen::CudaLaunch::Kind::Grid) stats().attention_launches++;
@@ -224,9 +187,8 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
                 << (k.outputs.size() > 1 ? " (+" + std::to_string(k.outputs.size() - 1) + " outputs)" : "")
                 << ", reads " << k.inputs.size() << " buffers, opts:";
       for (auto& o : lowered[i]->opts) std::cerr << " " << o;
-      std::cerr << (lowered[i]->opts.empty() ? " none" : "")
-                << (p.outer_size > 1 && device.is_cpu() ? ", THREAD" : "")
-                << (launch.gemm ? ", cuBLASLt (the kernel is the fallback)" : "") << "\n";
+      std::cerr << (lowered[i]->opts.empty() ? " none" : "") << (launch.parallel ? ", THREAD" : "")
+                << (launch.gemm ? ", " + gemm_library + " (the kernel is the fallback)" : "") << "\n";
     }
     for (size_t o = 0; o < outs.size(); o++) ir::set_buffer(*k.outputs[o], outs[o]);  // later kernels' inputs
     launches.push_back(std::move(launch));
@@ -234,8 +196,8 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
     bytes.push_back(nbytes);
   }
   bool profile = settings().profile && !sched.kernels.empty();
-  auto p0 = std::chrono::steady_clock::now();
-  if (profile && device.is_cuda()) cuda::timer_start(device.index);
+  std::unique_ptr<Timer> timer = profile ? b.timer() : nullptr;
+  if (timer) timer->start();
   for (size_t i = 0; i < sched.kernels.size(); i++) {
     const auto& k = sched.kernels[i];
     const auto& p = lowered[i]->program;
@@ -246,10 +208,10 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
       obs->launched(launches[i], outs, ins);
     }
     bool time_each = settings().debug >= 2 || rec;
-    if (time_each) synchronize(device);  // time this kernel alone
+    if (time_each) b.synchronize();  // time this kernel alone
     auto k0 = std::chrono::steady_clock::now();
-    launcher(device).launch(launches[i], args[i].data());
-    if (time_each) synchronize(device);
+    b.launcher().launch(launches[i], args[i].data());
+    if (time_each) b.synchronize();
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - k0).count();
     if (rec) rec->kernel_time(i, s * 1e3, bytes[i]);
     if (settings().debug >= 2) {
@@ -263,10 +225,7 @@ void realize(const std::vector<NodeRef>& roots, Device device) {
         ir::set_buffer(*k.outputs[o], outs[o]);
       }
   }
-  if (profile)
-    stats().device_ms +=
-        device.is_cuda() ? cuda::timer_stop_ms(device.index)
-                         : std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count() * 1e3;
+  if (timer) stats().device_ms += timer->stop_ms();
   // The arena is reused by the next schedule: planned nodes forget it, so a later graph that
   // reaches one (a case the survivor analysis missed) recomputes it instead of reading stale memory.
   for (size_t i = 0; i < sched.kernels.size(); i++)

@@ -11,10 +11,11 @@ using namespace kiln;
 
 namespace {
 
-std::vector<codegen::Lowered> lower_all(const Tensor& t) {
+// limits: a device's (the defaults: 48 KB of shared memory a block, what every GPU has)
+std::vector<codegen::Lowered> lower_all(const Tensor& t, const codegen::DeviceLimits& limits = {}) {
   auto sched = schedule::make_schedule(ir::rewrite_graph({t.node()}));
   std::vector<codegen::Lowered> out;
-  for (auto& k : sched.kernels) out.push_back(codegen::lower(k.ast, codegen::Target::CUDA));
+  for (auto& k : sched.kernels) out.push_back(codegen::lower(k.ast, codegen::Target::CUDA, limits));
   return out;
 }
 
@@ -65,10 +66,8 @@ TEST(RenderCuda, ContiguousAccessesAreVectorsOfFourLanes) {
   auto off = lower_all(a.slice(1, 1, 97) * 2.0)[0];
   EXPECT_FALSE(has(off.source, "const kiln_v4")) << off.source;
   // a long row's loops (past the shared-memory budget): each thread takes 4 consecutive elements
-  int64_t before = codegen::set_row_cache_budget(48 * 1024);
   Tensor x = kiln::testing::random_tensor({16, 50304}, DType::F32, -1, 1, 5);
   auto r = lower_all(x - x.max(1, true))[0];
-  codegen::set_row_cache_budget(before);
   EXPECT_EQ(r.launch.kind, codegen::CudaLaunch::Kind::BlockReduce);
   EXPECT_EQ(r.launch.lanes, 4);
   EXPECT_EQ(count(r.source, "threadIdx.x * 4"), 2) << r.source;
@@ -112,10 +111,8 @@ TEST(RenderCuda, RowsReadBySeveralLoopsStayInSharedMemory) {
   EXPECT_EQ(big[0].launch.block, 1024);
   EXPECT_FALSE(has(big[0].source, "kiln_smem")) << big[0].source;
   // with an H100's 227 KB a block, a 201 KB row (a GPT-2 vocabulary's logits) stays in shared memory
-  int64_t before = codegen::set_row_cache_budget(227 * 1024 - 1024);
   Tensor z = kiln::testing::random_tensor({2, 50304}, DType::F32, -1, 1, 10);
-  auto vocab = lower_all(z - z.sum(1, true));
-  codegen::set_row_cache_budget(before);
+  auto vocab = lower_all(z - z.sum(1, true), {.shared_per_block = 227 * 1024});
   EXPECT_EQ(vocab[0].launch.smem_bytes, 50304 * 4);
   EXPECT_EQ(vocab[0].launch.block, 1024);
   EXPECT_EQ(vocab[0].launch.reread_bytes, 0);

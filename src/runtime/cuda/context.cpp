@@ -6,7 +6,6 @@
 #include <mutex>
 #include <vector>
 
-#include "codegen/render_cuda.h"
 #include "kiln/error.h"
 
 namespace kiln::runtime::cuda {
@@ -18,7 +17,9 @@ constexpr unsigned kStreamNonBlocking = 1;
 
 std::unique_ptr<Context> create(int ordinal) {
   const Availability& av = availability();
-  if (!av.available) throw Error("kiln.cuda: CUDA is not available: " + av.reason);
+  if (!av.available)
+    throw Error("kiln.cuda: CUDA is not available: " + av.reason +
+                " (asked for cuda:" + std::to_string(ordinal) + ")");
   if (ordinal < 0 || ordinal >= static_cast<int>(av.devices.size()))
     throw Error("kiln.cuda: no device cuda:" + std::to_string(ordinal) + " (this machine has " +
                 std::to_string(av.devices.size()) + ")");
@@ -34,7 +35,6 @@ std::unique_ptr<Context> create(int ordinal) {
   c->api->cuDeviceGetAttribute(&c->max_threads_per_block, kAttrMaxThreadsPerBlock, dev);
   c->api->cuDeviceGetAttribute(&c->shared_per_block_optin, kAttrSharedPerBlockOptin, dev);
   c->api->cuDeviceGetAttribute(&c->l2_bytes, kAttrL2CacheSize, dev);
-  codegen::set_row_cache_budget(std::max(48 * 1024, c->shared_per_block_optin - 1024));
   c->arch = "sm_" + std::to_string(c->info.major) + std::to_string(c->info.minor);
   return c;
 }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "kiln/device.h"
 #include "runtime/cuda/api.h"
 
 namespace kiln::runtime::cuda {
@@ -88,3 +89,11 @@ std::string describe(const Availability& a) {
 }
 
 }  // namespace kiln::runtime::cuda
+
+namespace kiln {
+bool cuda_available(std::string* why) {
+  const auto& a = runtime::cuda::availability();
+  if (!a.available && why) *why = a.reason;
+  return a.available;
+}
+}  // namespace kiln

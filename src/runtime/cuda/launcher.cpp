@@ -1,7 +1,7 @@
 // The CUDA launcher (see runtime/launcher.h): kernels and cuBLASLt matmuls queued on the device's
 // stream. A replayed launch list (kiln::Jit) runs as a CUDA graph (runtime/cuda/graph.h), one per
 // set of slot pointers, unless KILN_CUDA_GRAPH=0 or the list cannot be captured.
-#include "runtime/launcher.h"
+#include "runtime/cuda/launcher.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -41,7 +41,8 @@ void queue(const Launch& l, void** args, cuda::CUdeviceptr scratch) {
                    why.empty() ? "no algorithm for these operands" : why.c_str());
     }
   }
-  cuda::launch(l.device.index, l.cuda_fn, l.cuda, std::vector<void*>(args, args + l.nargs), scratch);
+  cuda::launch(l.device.index, static_cast<cuda::CUfunction>(l.program), l.cuda,
+               std::vector<void*>(args, args + l.nargs), scratch);
 }
 
 // The graphs of one replayed list and the scratch memory of its launches whose blocks share outputs:
@@ -65,6 +66,8 @@ struct Graphs : ReplayState {
 
 class CudaLauncher : public Launcher {
  public:
+  bool replay_keeps_addresses() const override { return settings().cuda_graph; }
+
   void launch(const Launch& l, void** args) override {
     stats().kernels_run++;
     queue(l, args, 0);
@@ -102,7 +105,7 @@ class CudaLauncher : public Launcher {
 
 }  // namespace
 
-Launcher& cuda_launcher() {
+Launcher& cuda::launcher() {
   static CudaLauncher l;
   return l;
 }

@@ -1,0 +1,150 @@
+// The CPU backend (runtime/backend.h): pooled host memory, C programs built by the system compiler
+// and loaded with dlopen (runtime/program_cache.h), run in this process on the thread pool.
+#include "runtime/backend.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "kiln/debug.h"
+#include "kiln/error.h"
+#include "runtime/program_cache.h"
+#include "runtime/thread_pool.h"
+
+namespace kiln::runtime {
+
+namespace {
+
+// Freed host blocks are kept by size and reused: a fresh large allocation costs a page fault per
+// 4 KiB on first touch, often more than the kernel that writes it.
+class HostPool {
+ public:
+  void* get(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      auto it = free_.find(bytes);
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_ -= bytes;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, bytes);
+    if (!p && release()) p = std::aligned_alloc(64, bytes);  // the kept blocks may make room
+    return p;
+  }
+  void put(void* p, size_t bytes) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (cached_ + bytes > kMaxCached) {
+      std::free(p);
+      return;
+    }
+    free_[bytes].push_back(p);
+    cached_ += bytes;
+  }
+  // Frees every kept block; whether there were any.
+  bool release() {
+    std::lock_guard<std::mutex> l(mu_);
+    bool any = cached_ > 0;
+    for (auto& [size, blocks] : free_)
+      for (void* p : blocks) std::free(p);
+    free_.clear();
+    cached_ = 0;
+    return any;
+  }
+
+ private:
+  static constexpr size_t kMaxCached = size_t{1} << 30;
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  size_t cached_ = 0;
+};
+
+size_t rounded(size_t bytes) { return bytes < 64 ? 64 : (bytes + 63) / 64 * 64; }
+
+class CpuLauncher : public Launcher {
+ public:
+  void launch(const Launch& l, void** args) override {
+    auto fn = reinterpret_cast<KernelFn>(l.program);
+    if (l.zero_bytes > 0) std::memset(args[0], 0, static_cast<size_t>(l.zero_bytes));
+    if (l.parallel)
+      parallel_for(l.outer_size, [&](int64_t s, int64_t e) { fn(args, s, e); });
+    else
+      fn(args, 0, l.outer_size);
+    stats().kernels_run++;
+  }
+};
+
+// The CPU's work runs when it is called: the wall clock times it.
+class WallTimer : public Timer {
+ public:
+  void start() override { t0_ = std::chrono::steady_clock::now(); }
+  double stop_ms() override {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point t0_;
+};
+
+class CpuBackend : public Backend {
+ public:
+  CpuBackend() {
+    // one "block" is one call of a program on one thread; 16-byte vectors are what every CPU kiln
+    // builds for has (SSE2, NEON), kernels built with -march=native may use wider ones
+    limits_ = {.max_threads_per_block = 1,
+               .shared_per_block = 0,
+               .warp_size = 1,
+               .vector_bytes = 16,
+               .cores = num_threads(),
+               .l2_bytes = 0};
+  }
+  std::string name() const override { return "cpu"; }
+  const DeviceLimits& limits() const override { return limits_; }
+
+  void* allocate(size_t bytes) override {
+    void* p = pool_->get(rounded(bytes));
+    if (!p) throw Error("Buffer: out of host memory allocating " + std::to_string(bytes) + " bytes");
+    return p;
+  }
+  void free(void* p, size_t bytes) override { pool_->put(p, rounded(bytes)); }
+  void upload(void* dst, const void* host, size_t bytes) override { std::memcpy(dst, host, bytes); }
+  void download(void* host, const void* src, size_t bytes) override { std::memcpy(host, src, bytes); }
+  void copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+
+  codegen::Target target() const override { return codegen::Target::CPU; }
+  std::vector<Launch> load(const std::vector<std::shared_ptr<const codegen::Lowered>>& lowered) override {
+    std::vector<KernelFn> fns = load_programs(kernel_sources(lowered));
+    std::vector<Launch> out;
+    for (size_t i = 0; i < fns.size(); i++) {
+      const codegen::Program& p = lowered[i]->program;
+      Launch l = Launch::of(*lowered[i], Device::cpu(), reinterpret_cast<void*>(fns[i]));
+      l.parallel = p.outer_size > 1 && !p.serial;  // realize still decides by size
+      out.push_back(l);
+    }
+    return out;
+  }
+
+  Launcher& launcher() override { return launcher_; }
+  void synchronize() override {}  // work is done when its call returns
+  std::unique_ptr<Timer> timer() override { return std::make_unique<WallTimer>(); }
+
+ private:
+  DeviceLimits limits_;
+  HostPool* pool_ = new HostPool();  // outlives static destructors that free buffers
+  CpuLauncher launcher_;
+};
+
+std::unique_ptr<Backend> make_cpu(int index) {
+  if (index != 0) throw Error("kiln: no device cpu:" + std::to_string(index) + " (the CPU is device cpu)");
+  return std::make_unique<CpuBackend>();
+}
+
+}  // namespace
+
+KILN_REGISTER_BACKEND(cpu, Device::Kind::CPU, make_cpu);
+
+}  // namespace kiln::runtime
