@@ -78,8 +78,22 @@ const RuleSet& algebraic_rules() {
         if (is_const_value(n->src[k], 0) && same_type(n->src[1 - k], n)) return n->src[1 - k];
       return nullptr;
     });
-    r.on(Op::CAST,
-         [](const NodeRef& n) -> NodeRef { return n->src[0]->dtype == n->dtype ? n->src[0] : nullptr; });
+    r.on(Op::CAST, [](const NodeRef& n) -> NodeRef {
+      if (n->src[0]->dtype == n->dtype) return n->src[0];
+      // x widened to a larger float type, viewed, and cast back to x's type is the view of x (an
+      // autocast operand's round trip: bf16 -> f32 -> bf16 loses nothing)
+      std::vector<NodeRef> views;
+      NodeRef w = n->src[0];
+      while (w->op == Op::EXPAND || w->op == Op::RESHAPE || w->op == Op::PERMUTE || w->op == Op::SHRINK)
+        views.push_back(w), w = w->src[0];
+      if (w->op != Op::CAST || w->src[0]->dtype != n->dtype || !is_float(n->dtype) || !is_float(w->dtype) ||
+          dtype_size(w->dtype) <= dtype_size(n->dtype))
+        return nullptr;
+      NodeRef x = w->src[0];
+      for (auto it = views.rbegin(); it != views.rend(); ++it)
+        x = make((*it)->op, n->dtype, (*it)->shape, {x}, (*it)->arg, (*it)->fval);
+      return x;
+    });
     r.on(Op::WHERE, [](const NodeRef& n) -> NodeRef {
       if (n->src[1] == n->src[2]) return n->src[1];
       if (n->src[0]->op == Op::CONST) return n->src[0]->ival() ? n->src[1] : n->src[2];

@@ -3,6 +3,7 @@
 // matched strides against the realized result), and kernels that must not match.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
+#include <kiln/nn.h>
 
 #include <cmath>
 
@@ -344,4 +345,22 @@ TEST(MatchMatmul, LibraryGemmSplitsMatmulsOutOfFusedKernels) {
   Tensor h = x + F::layer_norm(x, {256}).matmul(w1).relu().matmul(w2);
   EXPECT_EQ(library_gemms({h}, false), 0);  // relu is the first matmul's epilogue: not a plain GEMM
   EXPECT_EQ(library_gemms({h}, true), 2);
+}
+
+// Under bf16 autocast a Linear's backward multiplies f32 gradients rounded to bf16 (a round trip
+// through f32 around the views): the library runs the forward and both backward matmuls.
+TEST(MatchMatmul, AutocastLinearRunsItsBackwardInTheLibrary) {
+  nn::Linear lin(256, 512);
+  Tensor x = random_tensor({2, 128, 256}, DType::F32, -1, 1, 21);
+  x.requires_grad_();
+  Tensor y;
+  {
+    Autocast ac(DType::BF16);
+    y = lin(x);
+  }
+  Tensor loss = (y.to(DType::F32) * random_tensor({2, 128, 512}, DType::F32, -1, 1, 22)).sum();
+  std::vector<Tensor> g = grad({loss}, {lin->weight, x});
+  EXPECT_EQ(library_gemms({y}, true), 1);
+  EXPECT_EQ(library_gemms({g[0], g[1]}, true), 2);
+  EXPECT_TRUE(expect_matches_reference(g[0], 2e-2, 2e-2));
 }
