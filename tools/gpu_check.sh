@@ -43,9 +43,21 @@ if [ -z "${SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; then
   # tile programs run many times slower under the tools: a longer no-progress limit
   for tool in ${SANITIZER_TOOLS:-memcheck racecheck synccheck initcheck}; do
     step "compute-sanitizer --tool $tool"
+    filter=${SANITIZER_FILTER:-Cuda*:RenderCuda*:CuBLASLt*:TileCuda*}
+    # racecheck carries the shared-memory state of a cluster launch's distributed stores into later
+    # launches of the process and reports them against those kernels' reads: one tile test per process
+    if [ $tool = racecheck ] && [ -z "${SANITIZER_FILTER:-}" ]; then
+      filter=Cuda*:RenderCuda*:CuBLASLt*:TileCudaCompile*
+      rc=0
+      for t in $("$BUILD"/tests/kiln_tests --gtest_list_tests --gtest_filter='TileCuda.*:TileCuda/*' |
+                 awk '/^[^ ]/{s=$1} /^  /{print s $1}'); do
+        KILN_TILE_TIMEOUT_MS=120000 compute-sanitizer --tool racecheck --error-exitcode 9 "$BUILD"/tests/kiln_tests \
+          --gtest_filter="$t" >> "$OUT/sanitizer_racecheck_tile.log" 2>&1 || { rc=$?; echo "racecheck: $t"; }
+      done
+      echo "compute-sanitizer racecheck, tile tests one per process: exit $rc"; [ $rc = 0 ] || status=1
+    fi
     KILN_TILE_TIMEOUT_MS=120000 compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD"/tests/kiln_tests \
-      --gtest_filter="${SANITIZER_FILTER:-Cuda*:RenderCuda*:CuBLASLt*:TileCuda*}" \
-      > "$OUT/sanitizer_$tool.log" 2>&1
+      --gtest_filter="$filter" > "$OUT/sanitizer_$tool.log" 2>&1
     rc=$?; tail -3 "$OUT/sanitizer_$tool.log"; echo "compute-sanitizer $tool exit $rc"; [ $rc = 0 ] || status=1
   done
 fi
