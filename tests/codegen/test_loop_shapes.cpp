@@ -32,8 +32,9 @@ TEST(CollapseReduce, TheGpuCollapsesALongSumThroughABroadcast) {
   Tensor pos = random_tensor({512, 48}, DType::F32, -1, 1, 17);
   Tensor s = (x * pos).sum({0, 1});
   EXPECT_NE(cuda_kernel_opts(s).find("COLLAPSE_REDUCE 16x512"), std::string::npos) << cuda_kernel_opts(s);
-  if (default_device().is_cpu())
+  if (default_device().is_cpu()) {
     EXPECT_EQ(kernel_opts(s).find("COLLAPSE_REDUCE"), std::string::npos) << kernel_opts(s);
+  }
   EXPECT_TRUE(expect_matches_reference(s, 1e-4, 1e-4));
   Tensor y = random_tensor({2, 8, 48}, DType::F32, -1, 1, 18), p8 = pos.slice(0, 0, 8);
   Tensor few = (y * p8).sum({0, 1});  // a short sum: its two loops stay
