@@ -1,5 +1,5 @@
 // Compiled-program cache for CPU kernels: in memory and on disk (KILN_CACHE_DIR), keyed by the
-// content hash of (kernel source, compiler, flags). Misses of one schedule compile in one call.
+// content hash of (kernel source, compiler, flags). Misses of one schedule compile in groups side by side.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -16,7 +16,7 @@ struct KernelSource {
   std::string source;  // C or CUDA C++ source without the prelude
 };
 
-// The kernels of a schedule that no cache had, as one translation unit for one compiler call: the
+// Kernels of a schedule that no cache had, as one translation unit for one compiler call: the
 // prelude, then each distinct kernel once. `what` names them for messages; `key` names the batch
 // (a hash of their keys and the compiler id).
 struct Batch {

@@ -1,4 +1,4 @@
-// Runs the system C compiler (one call per batch of kernels) or C++ compiler (tile kernels) to
+// Runs the system C compiler (one call per group of kernels) or C++ compiler (tile kernels) to
 // build a loadable shared object.
 #include "runtime/cpu/compiler.h"
 

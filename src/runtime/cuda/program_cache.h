@@ -1,6 +1,7 @@
 // Compiled CUDA kernels: NVRTC compiles for the device's own architecture (sm_90 on Hopper); the
 // cubins are cached in memory and on disk (KILN_CACHE_DIR), keyed by the content hash of (source,
-// architecture, NVRTC version, options). All kernels a schedule still needs compile in one call.
+// architecture, NVRTC version, options). The kernels a schedule still needs compile in groups side by side
+// (program_cache.h: compile_groups).
 #pragma once
 #include <string>
 #include <vector>
