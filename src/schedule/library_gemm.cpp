@@ -40,21 +40,12 @@ struct Operand {
   NodeRef base, unbroadcast;
 };
 
-// A cast that keeps every value (bf16 -> f32).
-bool widens(const NodeRef& c) {
-  DType from = c->src[0]->dtype, to = c->dtype;
-  return from == to || (is_float(from) && is_float(to) && dtype_size(to) > dtype_size(from));
-}
-
 Operand operand_of(NodeRef n) {
   Operand o;
-  while (n->op == Op::CAST && widens(n)) n = n->src[0];  // the multiply's own casts (to its compute type)
-  const DType reads = n->dtype;                          // what the GEMM reads
+  while (n->op == Op::CAST) n = n->src[0];  // the multiply's own casts (to its compute type)
   bool viewed = false;
-  // under the views, a cast is part of the value the GEMM reads (a softmax rounded to bf16): kept,
-  // unless it widens a value of the type read (a bf16 value widened, expanded and rounded back)
-  while (view_or_cast(n)) {
-    if (n->op == Op::CAST && viewed && !(widens(n) && n->src[0]->dtype == reads)) break;
+  // under the views, a cast is part of the value the GEMM reads (a softmax rounded to bf16): kept
+  while (view_or_cast(n) && !(viewed && n->op == Op::CAST)) {
     if (n->op == Op::EXPAND && n->numel() > n->src[0]->numel() && !o.unbroadcast) o.unbroadcast = n->src[0];
     viewed |= n->op != Op::CAST;
     n = n->src[0];
