@@ -1,20 +1,18 @@
-// The hand-written flash-attention forward kernel (CUDA C++ for NVRTC, sm_80 and newer). The
-// generated part (codegen/flash_attention.cpp) defines the constants it reads and wraps it in a
-// namespace of its own, so several instances compile in one translation unit.
+// The hand-written flash-attention forward kernel (CUDA C++ for NVRTC, sm_80 and newer) and the
+// helpers it shares with the backward kernels (flash_attention_backward_kernel.cpp). The generated
+// part (codegen/flash_attention.cpp) defines the constants they read and wraps them in a namespace
+// of its own, so several instances compile in one translation unit.
 #include "codegen/flash_attention.h"
 
 namespace kiln::codegen {
 
 // Constants the generated part defines before this text:
-//   D (head dim, 64 or 128), BM, BN (query and key rows of a block's tile), NT (threads: BM / 16
-//   warps, each 16 query rows), TQ, TK, NMB (query tiles), BATCH, CAUSAL (top-left aligned), F16
-//   (else bf16), SCALE_LOG2 (scale * log2 e), Q_RS, K_RS, V_RS (row strides in elements) and
-//   offsets(bh, q, k, v) (element offsets of batch entry bh's first rows).
-// One block computes BM query rows of one batch entry: Q stays in registers, K and V tiles of BN rows
-// stream through shared memory (cp.async, two stages), S = Q K^T and O += P V run on tensor cores
-// (mma.sync m16n8k16, f32 accumulation) and the softmax is online (running max and sum per row, in
-// base 2). Tiles above the causal diagonal are skipped; the T x T scores are never stored.
-const char* flash_attention_kernel_source() {
+//   D (head dim, 64 or 128), BM, BN (query and key rows of a block's tile), NT (threads), TQ, TK,
+//   NMB (query tiles), BATCH, CAUSAL (top-left aligned), F16 (else bf16), SCALE (the scale),
+//   SCALE_LOG2 (scale * log2 e), Q_RS, K_RS, V_RS, O_RS, L_RS, DL_RS (row strides in elements of
+//   q, k, v, dO, lse, delta) and offsets(bh, off) (element offsets of batch entry bh's first rows,
+//   in that order), STORE_O and STORE_LSE (what the forward writes).
+const char* flash_attention_common_source() {
   return R"kiln_fa(
 __device__ __forceinline__ uint32_t smem_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
@@ -66,27 +64,36 @@ __device__ __forceinline__ void load_tile(uint32_t base, const uint16_t* g, long
     cp_async16(chunk_at(base, row, c), g + (ok ? (long long)(r0 + row) * rs : 0) + c * 8, ok);
   }
 }
+)kiln_fa";
+}
 
-__device__ __forceinline__ void flash_forward(uint16_t* out, const uint16_t* qg, const uint16_t* kg,
-                                              const uint16_t* vg) {
+// The forward: one block computes BM query rows of one batch entry: Q stays in registers, K and V
+// tiles of BN rows stream through shared memory (cp.async, two stages), S = Q K^T and O += P V run on
+// tensor cores (mma.sync m16n8k16, f32 accumulation) and the softmax is online (running max and sum
+// per row, in base 2). Tiles above the causal diagonal are skipped; the T x T scores are never
+// stored. It writes O, or (STORE_LSE) the rows' log-sum-exp of the scaled scores, which skips P V.
+const char* flash_attention_kernel_source() {
+  return R"kiln_fa(
+__device__ __forceinline__ void flash_forward(uint16_t* out, float* lse, const uint16_t* qg,
+                                              const uint16_t* kg, const uint16_t* vg) {
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t sq = smem_addr(smem), sk = sq + BM * D * 2, sv = sk + 2 * BN * D * 2;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   // heaviest causal tiles (the last query rows) first
   const int mb = CAUSAL ? NMB - 1 - (int)(blockIdx.x / BATCH) : (int)(blockIdx.x / BATCH);
   const long long bh = blockIdx.x % BATCH;
-  long long qo, ko, vo;
-  offsets(bh, qo, ko, vo);
-  qg += qo;
-  kg += ko;
-  vg += vo;
+  long long off[3];
+  offsets(bh, off);
+  qg += off[0];
+  kg += off[1];
+  vg += off[2];
   const int m0 = mb * BM, wrow = m0 + warp * 16;
   const int n_end = CAUSAL ? (TK < m0 + BM ? TK : m0 + BM) : TK;
   const int nblocks = (n_end + BN - 1) / BN;
 
   load_tile<BM>(sq, qg, Q_RS, m0, TQ);
   load_tile<BN>(sk, kg, K_RS, 0, TK);
-  load_tile<BN>(sv, vg, V_RS, 0, TK);
+  if (STORE_O) load_tile<BN>(sv, vg, V_RS, 0, TK);
   cp_commit();
 
   uint32_t qf[D / 16][4];
@@ -100,7 +107,7 @@ __device__ __forceinline__ void flash_forward(uint16_t* out, const uint16_t* qg,
     const int stage = it & 1;
     if (it + 1 < nblocks) {
       load_tile<BN>(sk + (stage ^ 1) * BN * D * 2, kg, K_RS, (it + 1) * BN, TK);
-      load_tile<BN>(sv + (stage ^ 1) * BN * D * 2, vg, V_RS, (it + 1) * BN, TK);
+      if (STORE_O) load_tile<BN>(sv + (stage ^ 1) * BN * D * 2, vg, V_RS, (it + 1) * BN, TK);
     }
     cp_commit();
     cp_wait<1>();
@@ -157,15 +164,17 @@ __device__ __forceinline__ void flash_forward(uint16_t* out, const uint16_t* qg,
           sum += s[j][2 * r] + s[j][2 * r + 1];
         }
         lrow[r] = lrow[r] * factor + sum;
+        if (STORE_O) {
 #pragma unroll
-        for (int j = 0; j < D / 8; j++) {
-          o[j][2 * r] *= factor;
-          o[j][2 * r + 1] *= factor;
+          for (int j = 0; j < D / 8; j++) {
+            o[j][2 * r] *= factor;
+            o[j][2 * r + 1] *= factor;
+          }
         }
       }
       // O += P V, P taken from the score registers (an m16n8 accumulator pair is an m16k16 operand)
 #pragma unroll
-      for (int kk = 0; kk < BN / 16; kk++) {
+      for (int kk = 0; kk < (STORE_O ? BN / 16 : 0); kk++) {
         uint32_t a[4] = {pack2(s[2 * kk][0], s[2 * kk][1]), pack2(s[2 * kk][2], s[2 * kk][3]),
                          pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
@@ -188,7 +197,9 @@ __device__ __forceinline__ void flash_forward(uint16_t* out, const uint16_t* qg,
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     const float inv = l > 0.f ? 1.f / l : 0.f;
     const int row = wrow + g + r * 8;
-    if (row < TQ) {
+    if (STORE_LSE && t == 0 && row < TQ)
+      lse[bh * TQ + row] = l > 0.f ? (mrow[r] + log2f(l)) * 0.6931471805599453f : -INFINITY;
+    if (STORE_O && row < TQ) {
       uint16_t* dst = out + (bh * TQ + row) * (long long)D + 2 * t;
 #pragma unroll
       for (int j = 0; j < D / 8; j++)

@@ -10,6 +10,7 @@
 #include "codegen/flash_attention.h"
 #include "frontend/autocast.h"
 #include "frontend/graph.h"
+#include "ir/attention_layout.h"
 #include "ir/graph_rewrite.h"
 #include "ir/rewrite.h"
 #include "kiln/functional.h"
@@ -19,18 +20,59 @@ namespace kiln {
 
 namespace {
 
-// softmax(q k^T * scale) with the causal mask: what the forward composite and the backward share
-Tensor attention_probs(const Tensor& q, const Tensor& k, bool causal, double scale) {
+using ir::AttentionPart;
+using ir::NodeRef;
+
+// q k^T * scale with the causal mask (-inf above the diagonal)
+Tensor attention_scores(const Tensor& q, const Tensor& k, bool causal, double scale) {
   Tensor att = q.matmul(k.transpose(-2, -1)) * scale;
   if (causal) {
     int64_t tq = q.size(-2), tk = k.size(-2);
     att = att.masked_fill(ones({tq, tk}, {.dtype = DType::Bool}).tril().logical_not(), -INFINITY);
   }
-  return att.softmax(-1);
+  return att;
+}
+
+// softmax(q k^T * scale) with the causal mask: what the forward composite and the backward share
+Tensor attention_probs(const Tensor& q, const Tensor& k, bool causal, double scale) {
+  return attention_scores(q, k, causal, scale).softmax(-1);
 }
 
 std::string describe(const Tensor& t) {
   return shape_str(t.shape()) + " " + to_string(t.dtype()) + " on " + t.device().str();
+}
+
+// The ATTENTION node computing `part` of attention over q, k, v (, dO, lse, delta) (ir/attention_layout.h).
+NodeRef attention_node(AttentionPart part, const std::vector<NodeRef>& src, bool causal, double scale) {
+  const NodeRef &q = src[0], &k = src[1], &v = src[2];
+  Shape s(q->shape.begin(), q->shape.end() - 2);
+  int64_t tq = q->shape.end()[-2], tk = k->shape.end()[-2], d = q->shape.back(), dv = v->shape.back();
+  switch (part) {
+    case AttentionPart::Out: s.insert(s.end(), {tq, dv}); break;
+    case AttentionPart::Lse: s.push_back(tq); break;
+    case AttentionPart::Dq: s.insert(s.end(), {tq, d}); break;
+    case AttentionPart::Dkv: s.insert(s.end(), {tk, d + dv}); break;
+  }
+  DType t = part == AttentionPart::Lse ? DType::F32 : q->dtype;
+  return ir::make(ir::Op::ATTENTION, t, s, src, {causal ? 1 : 0, static_cast<int64_t>(part)}, scale);
+}
+
+// The part of attention the node n computes, from primitive ops; the gradients' math in f32.
+Tensor part_composite(const NodeRef& n) {
+  Tensor q(n->src[0]), k(n->src[1]), v(n->src[2]);
+  bool causal = n->arg[0] != 0;
+  double scale = n->fval;
+  AttentionPart part = ir::attention_part(n->arg);
+  if (part == AttentionPart::Out) return frontend::attention_composite(q, k, v, causal, scale);
+  DType wide = q.dtype() == DType::F64 ? DType::F64 : DType::F32;
+  Tensor qf = q.to(wide), kf = k.to(wide);
+  if (part == AttentionPart::Lse) return attention_scores(qf, kf, causal, scale).logsumexp({-1}).to(n->dtype);
+  Tensor vf = v.to(wide), dof = Tensor(n->src[3]).to(wide), lse = Tensor(n->src[4]).to(wide),
+         delta = Tensor(n->src[5]).to(wide);
+  Tensor p = (attention_scores(qf, kf, causal, scale) - lse.unsqueeze(-1)).exp();
+  Tensor ds = p * (dof.matmul(vf.transpose(-2, -1)) - delta.unsqueeze(-1));
+  if (part == AttentionPart::Dq) return (ds.matmul(kf) * scale).to(n->dtype);
+  return cat({ds.transpose(-2, -1).matmul(qf) * scale, p.transpose(-2, -1).matmul(dof)}, -1).to(n->dtype);
 }
 
 }  // namespace
@@ -41,11 +83,28 @@ Tensor attention_composite(const Tensor& q, const Tensor& k, const Tensor& v, bo
   return attention_probs(q, k, causal, scale).matmul(v);
 }
 
-// The kernel keeps no scores: the probabilities are recomputed, then softmax's own backward.
+// Where the kernels run: the forward's log-sum-exp and delta = rowsum(dO * out), then the kernels of
+// dq and of dk beside dv, which recompute the probabilities tile by tile. Elsewhere the composite's
+// backward: the probabilities recomputed, then softmax's own backward.
 std::vector<std::optional<Tensor>> attention_backward(const NodeRef& n, const Tensor& g) {
+  if (ir::attention_part(n->arg) != AttentionPart::Out)
+    throw Error("kiln.autograd: attention's backward kernels have no gradient of their own (" + n->str() +
+                ")");
   Tensor q(n->src[0]), k(n->src[1]), v(n->src[2]);
   bool causal = n->arg[0] != 0;
   double scale = n->fval;
+  NodeRef lse = attention_node(AttentionPart::Lse, n->src, causal, scale);
+  if (attention_kernel_runs(n) && attention_kernel_runs(lse)) {
+    Tensor go = g.to(q.dtype()), delta = (go.to(DType::F32) * Tensor(n).to(DType::F32)).sum(-1);
+    std::vector<NodeRef> src{n->src[0], n->src[1], n->src[2], go.node(), lse, delta.node()};
+    NodeRef dq = attention_node(AttentionPart::Dq, src, causal, scale),
+            dkv = attention_node(AttentionPart::Dkv, src, causal, scale);
+    if (attention_kernel_runs(dq) && attention_kernel_runs(dkv)) {
+      int64_t d = q.size(-1);
+      Tensor both(dkv);
+      return {Tensor(dq), both.narrow(-1, 0, d), both.narrow(-1, d, v.size(-1))};
+    }
+  }
   Tensor p = attention_probs(q, k, causal, scale);
   Tensor dp = g.matmul(v.transpose(-2, -1));
   Tensor ds = p * (dp - (dp * p).sum(-1, true));
@@ -61,8 +120,7 @@ bool attention_kernel_runs(const NodeRef& n) {
 NodeRef lower_attention(const NodeRef& n) {
   Autocast plain(std::nullopt);  // the composite computes in the node's dtype, whatever scope realizes it
   if (attention_kernel_runs(n)) return nullptr;
-  return attention_composite(Tensor(n->src[0]), Tensor(n->src[1]), Tensor(n->src[2]), n->arg[0] != 0, n->fval)
-      .node();
+  return part_composite(n).node();
 }
 
 // the graph rewrites lower ATTENTION nodes with it; registered as the program starts, by the file
@@ -131,11 +189,8 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     s.insert(s.end(), {t.size(-2), t.size(-1)});
     return frontend::expand(t.node(), s);
   };
-  Shape out = batch;
-  out.insert(out.end(), {query.size(-2), value.size(-1)});
-  ir::NodeRef node =
-      ir::make(ir::Op::ATTENTION, query.dtype(), out, {expand(query), expand(key), expand(value)},
-               {options.is_causal ? 1 : 0}, scale);
+  ir::NodeRef node = attention_node(ir::AttentionPart::Out, {expand(query), expand(key), expand(value)},
+                                    options.is_causal, scale);
   if (!frontend::attention_kernel_runs(node))
     return frontend::attention_composite(Tensor(node->src[0]), Tensor(node->src[1]), Tensor(node->src[2]),
                                          options.is_causal, scale);

@@ -50,10 +50,11 @@ enum class Op : uint8_t {
   // a value computed outside the compiler (a tile kernel) by frontend/external.cpp: created already
   // realized, so the scheduler reads it as a buffer; arg {id}: the id of its gradient callback
   EXTERNAL,
-  // scaled dot-product attention softmax(q k^T * scale (+ causal mask)) v, sources q, k, v (batch dims
-  // equal), arg {causal}, fval = scale. Where no attention kernel runs it, graph rewrites replace it
-  // with its composite (frontend/attention.h); in a kernel AST, the kernel's one op, its layout
-  // in args (ir/attention_layout.h, schedule/attention_layout.h)
+  // scaled dot-product attention softmax(q k^T * scale (+ causal mask)) v or a part of its forward or
+  // backward (ir/attention_layout.h), sources q, k, v (, dO, lse, delta) with equal batch dims, arg
+  // {causal, part}, fval = scale. Where no attention kernel runs it, graph rewrites replace it with
+  // its composite (frontend/attention.h); in a kernel AST, the kernel's one op, its layout in args
+  // (ir/attention_layout.h, schedule/attention_layout.h)
   ATTENTION,
   // kernel level
   DEFINE_GLOBAL,

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/attention_layout.h"
 #include "ir/scalar_alu.h"
 #include "kiln/error.h"
 #include "runtime/buffer.h"
@@ -161,33 +162,74 @@ Array eval_iota(const Node& n) {
   return a;
 }
 
-// softmax(q k^T * scale, causal: top-left aligned) v over equal batch dims, in f64, rounded once.
-Array eval_attention(const Node& n, const Array& q, const Array& k, const Array& v) {
-  size_t r = n.shape.size();
-  if (r < 2 || q.shape.size() != r || k.shape.size() != r || v.shape.size() != r)
-    fail(n, "ATTENTION needs sources of its rank (at least 2)");
+// A part of attention (ir/attention_layout.h) over equal batch dims, in f64, rounded once.
+Array eval_attention(const Node& n, const std::vector<const Array*>& s) {
+  auto part = ir::attention_part(n.arg);
+  if (static_cast<int>(s.size()) != ir::attention_sources(part)) fail(n, "ATTENTION has the wrong sources");
+  const Array &q = *s[0], &k = *s[1], &v = *s[2];
+  size_t r = q.shape.size();
+  if (r < 2 || k.shape.size() != r || v.shape.size() != r)
+    fail(n, "ATTENTION needs sources of one rank >= 2");
   int64_t tq = q.shape[r - 2], tk = k.shape[r - 2], d = q.shape[r - 1], dv = v.shape[r - 1];
   Array out = make_array(n.shape, n.dtype);
-  int64_t batch = tq * dv == 0 ? 0 : out.numel() / (tq * dv);
+  int64_t batch = 1;
+  for (size_t i = 0; i + 2 < r; i++) batch *= q.shape[i];
   bool causal = n.arg.at(0) != 0;
-  std::vector<double> p(static_cast<size_t>(tk));
-  for (int64_t b = 0; b < batch; b++)
+  std::vector<double> p(static_cast<size_t>(tk)), ds(static_cast<size_t>(tk));
+  std::vector<double> acc(static_cast<size_t>(tk * (d + dv)));
+  auto dot = [](const double* a, const double* b, int64_t len) {
+    double t = 0;
+    for (int64_t c = 0; c < len; c++) t += a[c] * b[c];
+    return t;
+  };
+  for (int64_t b = 0; b < batch; b++) {
+    std::fill(acc.begin(), acc.end(), 0.0);
     for (int64_t i = 0; i < tq; i++) {
       int64_t keys = causal ? std::min(tk, i + 1) : tk;
+      const double* qi = &q.f[(b * tq + i) * d];
       double mx = -INFINITY, sum = 0;
-      for (int64_t j = 0; j < keys; j++) {
-        double s = 0;
-        for (int64_t c = 0; c < d; c++) s += q.f[(b * tq + i) * d + c] * k.f[(b * tk + j) * d + c];
-        p[j] = s * n.fval;
-        mx = std::max(mx, p[j]);
+      for (int64_t j = 0; j < keys; j++)
+        mx = std::max(mx, p[j] = dot(qi, &k.f[(b * tk + j) * d], d) * n.fval);
+      for (int64_t j = 0; j < keys; j++) sum += std::exp(p[j] - mx);
+      double lse = keys == 0 ? -INFINITY : mx + std::log(sum);
+      if (part == ir::AttentionPart::Lse) {
+        out.f[b * tq + i] = round_to(lse, n.dtype);
+        continue;
       }
-      for (int64_t j = 0; j < keys; j++) sum += (p[j] = std::exp(p[j] - mx));
-      for (int64_t c = 0; c < dv; c++) {
-        double acc = 0;
-        for (int64_t j = 0; j < keys; j++) acc += p[j] * v.f[(b * tk + j) * dv + c];
-        out.f[(b * tq + i) * dv + c] = round_to(keys == 0 ? 0.0 : acc / sum, n.dtype);
+      if (part == ir::AttentionPart::Out) {
+        for (int64_t j = 0; j < keys; j++) p[j] = std::exp(p[j] - mx) / sum;
+        for (int64_t c = 0; c < dv; c++) {
+          double o = 0;
+          for (int64_t j = 0; j < keys; j++) o += p[j] * v.f[(b * tk + j) * dv + c];
+          out.f[(b * tq + i) * dv + c] = round_to(o, n.dtype);
+        }
+        continue;
+      }
+      // the gradients, with the given lse and delta
+      const double* doi = &s[3]->f[(b * tq + i) * dv];
+      double given_lse = s[4]->f[b * tq + i], delta = s[5]->f[b * tq + i];
+      for (int64_t j = 0; j < keys; j++) {
+        p[j] = std::exp(p[j] - given_lse);
+        ds[j] = p[j] * (dot(doi, &v.f[(b * tk + j) * dv], dv) - delta);
+      }
+      if (part == ir::AttentionPart::Dq) {
+        for (int64_t c = 0; c < d; c++) {
+          double g = 0;
+          for (int64_t j = 0; j < keys; j++) g += ds[j] * k.f[(b * tk + j) * d + c];
+          out.f[(b * tq + i) * d + c] = round_to(g * n.fval, n.dtype);
+        }
+        continue;
+      }
+      for (int64_t j = 0; j < keys; j++) {
+        double* row = &acc[static_cast<size_t>(j * (d + dv))];
+        for (int64_t c = 0; c < d; c++) row[c] += ds[j] * qi[c] * n.fval;
+        for (int64_t c = 0; c < dv; c++) row[d + c] += p[j] * doi[c];
       }
     }
+    if (part == ir::AttentionPart::Dkv)
+      for (int64_t e = 0; e < tk * (d + dv); e++)
+        out.f[b * tk * (d + dv) + e] = round_to(acc[static_cast<size_t>(e)], n.dtype);
+  }
   return out;
 }
 
@@ -370,9 +412,7 @@ Array eval_node(const Node& n, const std::vector<const Array*>& s) {
       return eval_reduce(n, *s[0]);
     case Op::BUFFER: fail(n, "BUFFER node without a buffer");
     case Op::EXTERNAL: fail(n, "EXTERNAL node without a buffer (external ops are computed when created)");
-    case Op::ATTENTION:
-      if (s.size() != 3) fail(n, "ATTENTION needs three sources");
-      return eval_attention(n, *s[0], *s[1], *s[2]);
+    case Op::ATTENTION: return eval_attention(n, s);
     default: break;
   }
   if (ir::is_movement(n.op) || n.op == Op::CONTIGUOUS || n.op == Op::DETACH) {

@@ -83,7 +83,8 @@ std::optional<StridedView> strided_view(const NodeRef& n, const std::function<bo
   return v;
 }
 
-bool attention_reads(const StridedView& v) {
+bool attention_reads(const StridedView& v, DType dtype) {
+  if (dtype == DType::F32) return !v.strides.empty();  // lse and delta: read an element at a time
   if (v.strides.size() < 2 || v.strides.back() != 1 || v.offset % 8 != 0) return false;
   for (size_t i = 0; i + 1 < v.strides.size(); i++)
     if (v.strides[i] % 8 != 0) return false;
@@ -93,26 +94,31 @@ bool attention_reads(const StridedView& v) {
 NodeRef attention_ast(const NodeRef& n, const std::function<bool(const NodeRef&)>& stop,
                       std::vector<NodeRef>& bases) {
   ir::AttentionLayout l;
-  size_t r = n->shape.size();
+  const NodeRef& q = n->src.at(0);
+  size_t r = q->shape.size();
   l.causal = n->arg.at(0) != 0;
-  l.tq = n->shape[r - 2];
+  l.part = ir::attention_part(n->arg);
+  l.tq = q->shape[r - 2];
   l.tk = n->src[1]->shape[r - 2];
-  l.d = n->src[0]->shape[r - 1];
-  l.batch.assign(n->shape.begin(), n->shape.end() - 2);
+  l.d = q->shape[r - 1];
+  l.batch.assign(q->shape.begin(), q->shape.end() - 2);
   std::vector<NodeRef> globals;
-  ir::AttentionLayout::Operand* ops[] = {&l.q, &l.k, &l.v};
-  for (size_t i = 0; i < 3; i++) {
-    auto v = strided_view(n->src[i], stop);
-    if (!v || !attention_reads(*v))
+  for (size_t i = 0; i < n->src.size(); i++) {
+    const NodeRef& s = n->src[i];
+    auto v = strided_view(s, stop);
+    if (!v || !attention_reads(*v, s->dtype))
       throw Error("kiln.schedule: the attention kernel " + n->str() + " cannot read its operand " +
-                  std::to_string(i) + " " + n->src[i]->str() + " in place");
+                  std::to_string(i) + " " + s->str() + " in place");
     size_t g = 0;
     while (g < bases.size() && bases[g] != v->base) g++;
     if (g == bases.size()) bases.push_back(v->base);
-    globals.push_back(ir::make(Op::DEFINE_GLOBAL, n->dtype, {}, {}, {static_cast<int64_t>(g + 1)}));
-    ops[i]->offset = v->offset;
-    ops[i]->row_stride = v->strides[r - 2];
-    ops[i]->batch_strides.assign(v->strides.begin(), v->strides.end() - 2);
+    globals.push_back(ir::make(Op::DEFINE_GLOBAL, s->dtype, {}, {}, {static_cast<int64_t>(g + 1)}));
+    size_t rows = s->shape.size() - (s->dtype == DType::F32 ? 1 : 2);  // the dim of the rows
+    ir::AttentionLayout::Operand o;
+    o.offset = v->offset;
+    o.row_stride = v->strides[rows];
+    o.batch_strides.assign(v->strides.begin(), v->strides.begin() + static_cast<int64_t>(rows));
+    l.operands.push_back(std::move(o));
   }
   NodeRef a = ir::make(Op::ATTENTION, n->dtype, {}, globals, l.args(), n->fval);
   return ir::make(Op::SINK, n->dtype, {}, {a});

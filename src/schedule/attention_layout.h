@@ -1,7 +1,7 @@
-// The attention kernel in a schedule: an ATTENTION node is a kernel of its own that reads q, k and v
+// The attention kernel in a schedule: an ATTENTION node is a kernel of its own that reads its operands
 // where they lie in memory, as strided views (offset, a stride per dim) of realized buffers, such
 // as the heads of a fused qkv projection transposed to (B, H, T, D). Its kernel AST is
-// SINK(ATTENTION(DEFINE_GLOBAL q, DEFINE_GLOBAL k, DEFINE_GLOBAL v)) with its layout
+// SINK(ATTENTION(DEFINE_GLOBAL q, DEFINE_GLOBAL k, DEFINE_GLOBAL v, ...)) with its layout
 // (ir/attention_layout.h) as args and the scale as fval; the output (DEFINE_GLOBAL 0) is contiguous.
 #pragma once
 #include <cstdint>
@@ -26,9 +26,9 @@ struct StridedView {
 // a pad, a flip).
 std::optional<StridedView> strided_view(const ir::NodeRef& n,
                                         const std::function<bool(const ir::NodeRef&)>& stop);
-// Whether the attention kernel reads such a view of a q, k or v (..., T, D) as it is: D contiguous,
-// every row 16-byte aligned.
-bool attention_reads(const StridedView& v);
+// Whether the attention kernel reads such a view of an operand of `dtype` as it is: q, k, v or dO
+// (..., T, D) with D contiguous and every row 16-byte aligned; lse and delta (f32) in any layout.
+bool attention_reads(const StridedView& v, DType dtype);
 
 // The kernel AST of the attention node n whose q, k and v are views of `bases` (global i + 1 reads
 // bases[i]), and the bases; `stop` as in strided_view.

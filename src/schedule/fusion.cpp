@@ -242,7 +242,7 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
     add(n, says("attention is a kernel of its own"));
     for (auto& s : n->src) {
       auto v = strided_view(s, is_realized);
-      bool view = v && attention_reads(*v);  // else a contiguous copy
+      bool view = v && attention_reads(*v, s->dtype);  // else a contiguous copy
       add(view ? v->base : s,
           says(view ? "read by attention through a strided view" : "read by attention as a contiguous copy"));
     }

@@ -46,6 +46,46 @@ TEST(Attention, IsTheCompositeWhereNoKernelRuns) {
   }
 }
 
+// the largest |a - b|
+double max_diff(const Tensor& a, const Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+// The parts a GPU's backward kernels compute (ir/attention_layout.h), as nodes: on the CPU the rewrite
+// puts their composites in place, the interpreter evaluates the nodes themselves, and together they
+// are the gradients autograd finds for the composite.
+TEST(Attention, BackwardPartsAreTheGradients) {
+  auto part = [](int64_t p, const Ts& x, const Shape& shape, bool causal, double scale) {
+    std::vector<ir::NodeRef> src;
+    for (auto& t : x) src.push_back(t.node());
+    return Tensor(ir::make(ir::Op::ATTENTION, DType::F64, shape, src, {causal ? 1 : 0, p}, scale));
+  };
+  for (bool causal : {false, true})
+    for (int64_t tq : {6, 3}) {
+      SCOPED_TRACE(std::string(causal ? "causal" : "full") + " Tq " + std::to_string(tq));
+      int64_t tk = 5, d = 4;
+      Tensor q = r({2, tq, d}, 21), k = r({2, tk, d}, 22), v = r({2, tk, d}, 23), dout = r({2, tq, d}, 24);
+      for (Tensor* t : {&q, &k, &v}) t->requires_grad_();
+      Tensor y = attention_node({q, k, v}, causal, 0.4);
+      Tensor lse = part(1, {q, k, v}, {2, tq}, causal, 0.4);
+      EXPECT_TRUE(expect_matches_reference(lse));
+      Tensor want_lse = (q.matmul(k.transpose(-2, -1)) * 0.4)
+                            .masked_fill(causal ? ones({tq, tk}, {.dtype = DType::Bool}).tril().logical_not()
+                                                : zeros({tq, tk}, {.dtype = DType::Bool}),
+                                         -INFINITY)
+                            .logsumexp({-1});
+      EXPECT_LT(max_diff(lse, want_lse), 1e-12);
+      Tensor delta = (dout * y.detach()).sum(-1);
+      Ts src{q.detach(), k.detach(), v.detach(), dout, lse, delta};
+      Tensor dq = part(2, src, {2, tq, d}, causal, 0.4), dkv = part(3, src, {2, tk, 2 * d}, causal, 0.4);
+      EXPECT_TRUE(expect_matches_reference(dq));
+      EXPECT_TRUE(expect_matches_reference(dkv));
+      Ts g = grad({F::scaled_dot_product_attention(q, k, v, {.is_causal = causal, .scale = 0.4})}, {q, k, v},
+                  {dout});
+      EXPECT_LT(max_diff(dq, g[0]), 1e-12);
+      EXPECT_LT(max_diff(dkv.narrow(-1, 0, d), g[1]), 1e-12);
+      EXPECT_LT(max_diff(dkv.narrow(-1, d, d), g[2]), 1e-12);
+    }
+}
+
 TEST(Attention, MatchesTheReference) {
   struct Case {
     Shape q, k, v;

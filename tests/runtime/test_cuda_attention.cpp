@@ -75,20 +75,53 @@ TEST_F(CudaAttention, ReadsGptHeadsInPlace) {
   EXPECT_TRUE(expect_matches_reference(y, 2e-2, 2e-2));
 }
 
+// The backward kernels (dq; dk beside dv) after the forward's log-sum-exp: four attention launches in
+// all, over tile edges, both head dims, both 16-bit types, causal and not, Tq != Tk.
 TEST_F(CudaAttention, Gradients) {
-  int64_t B = 2, H = 2, T = 77, D = 64;
-  Tensor q = on_gpu({B, H, T, D}, DType::BF16, 8), k = on_gpu({B, H, T, D}, DType::BF16, 9),
-         v = on_gpu({B, H, T, D}, DType::BF16, 10), g = on_gpu({B, H, T, D}, DType::BF16, 11);
-  for (Tensor* t : {&q, &k, &v}) t->requires_grad_();
-  Tensor y = F::scaled_dot_product_attention(q, k, v, {.is_causal = true});
-  std::vector<Tensor> d = grad({y}, {q, k, v}, {g});
-  std::vector<std::shared_ptr<const ir::Node>> graphs;
-  for (auto& t : d) graphs.push_back(t.node());
-  int64_t launches = stats().attention_launches;
-  realize({y, d[0], d[1], d[2]});
-  EXPECT_EQ(stats().attention_launches - launches, 1) << "the backward reads the forward's output";
-  for (size_t i = 0; i < 3; i++)
-    EXPECT_TRUE(expect_matches_reference(d[i], graphs[i], 5e-2, 5e-2)) << "input " << i;
+  struct Case {
+    int64_t tq, tk, d;
+    DType t;
+    bool causal;
+  };
+  for (const Case& c : std::vector<Case>{{77, 77, 64, DType::BF16, true},
+                                         {77, 77, 64, DType::BF16, false},
+                                         {1, 1, 64, DType::BF16, true},
+                                         {200, 130, 64, DType::F16, true},
+                                         {130, 200, 64, DType::BF16, true},
+                                         {129, 129, 128, DType::BF16, true},
+                                         {100, 300, 128, DType::F16, false},
+                                         {256, 256, 128, DType::BF16, true}}) {
+    SCOPED_TRACE("Tq " + std::to_string(c.tq) + " Tk " + std::to_string(c.tk) + " D " + std::to_string(c.d) +
+                 " " + to_string(c.t) + (c.causal ? " causal" : ""));
+    int64_t B = 2, H = 2;
+    Tensor q = on_gpu({B, H, c.tq, c.d}, c.t, 8), k = on_gpu({B, H, c.tk, c.d}, c.t, 9),
+           v = on_gpu({B, H, c.tk, c.d}, c.t, 10), g = on_gpu({B, H, c.tq, c.d}, c.t, 11);
+    for (Tensor* t : {&q, &k, &v}) t->requires_grad_();
+    Tensor y = F::scaled_dot_product_attention(q, k, v, {.is_causal = c.causal});
+    std::vector<Tensor> d = grad({y}, {q, k, v}, {g});
+    std::vector<std::shared_ptr<const ir::Node>> graphs;
+    for (auto& t : d) graphs.push_back(t.node());
+    int64_t launches = stats().attention_launches;
+    realize({y, d[0], d[1], d[2]});
+    EXPECT_EQ(stats().attention_launches - launches, 4) << "out, its log-sum-exp, dq, dk beside dv";
+    for (size_t i = 0; i < 3; i++)
+      EXPECT_TRUE(expect_matches_reference(d[i], graphs[i], 5e-2, 5e-2)) << "input " << i;
+  }
+}
+
+// GPT's heads: q, k and v views of one projection, their gradients written back through the views
+TEST_F(CudaAttention, GradientsOfGptHeads) {
+  int64_t B = 2, T = 130, H = 4, D = 64, C = H * D;
+  Tensor qkv = on_gpu({B, T, 3 * C}, DType::BF16, 12), g = on_gpu({B, H, T, D}, DType::BF16, 13);
+  qkv.requires_grad_();
+  auto head = [&](int64_t j) {
+    return qkv.slice(2, j * C, (j + 1) * C).reshape({B, T, H, D}).transpose(1, 2);
+  };
+  Tensor y = F::scaled_dot_product_attention(head(0), head(1), head(2), {.is_causal = true});
+  Tensor d = grad({y}, {qkv}, {g})[0];
+  auto graph = d.node();
+  d.realize();
+  EXPECT_TRUE(expect_matches_reference(d, graph, 5e-2, 5e-2));
 }
 
 TEST_F(CudaAttention, JitReplays) {
