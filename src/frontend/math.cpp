@@ -315,8 +315,9 @@ Tensor Tensor::silu() const {
 Tensor Tensor::gelu(bool tanh_approximation) const {
   return fmath(*this, [&](const Tensor& x) {
     if (tanh_approximation) {
+      // 0.5 (1 + tanh(u)) = sigmoid(2 u): one exp and one reciprocal, and no cancellation near 0
       Tensor inner = (x + x * x * x * 0.044715) * std::sqrt(2.0 / kPi);
-      return x * 0.5 * (inner.tanh() + 1.0);
+      return x * (inner * 2.0).sigmoid();
     }
     // 0.5 x (1 + erf(x / sqrt 2)); in the far negative tail 1 + erf(z) = erfc(-z) directly
     Tensor z = x * (std::numbers::sqrt2 / 2);
