@@ -61,8 +61,8 @@ Lowered lower_attention(const NodeRef& ast, Target target) {
   Lowered out;
   Program& p = out.program;
   std::ostringstream name;
-  name << part_names[static_cast<int>(l.part)] << "_" << batch << "_" << l.tq << "_" << l.tk << "_" << l.d
-       << (l.causal ? "_causal" : "");
+  name << part_names[static_cast<int>(l.part)] << (l.with_lse ? "_lse" : "") << "_" << batch << "_" << l.tq
+       << "_" << l.tk << "_" << l.d << (l.causal ? "_causal" : "");
   p.name = name.str();
   p.hash = ast->hash * 31 + 2;
   char hex[24];
@@ -74,6 +74,10 @@ Lowered lower_attention(const NodeRef& ast, Target target) {
   for (auto& g : a->src) p.globals[static_cast<size_t>(g->ival())] = g->dtype;
   p.written.assign(p.globals.size(), false);
   p.written[0] = true;
+  if (l.with_lse) {
+    p.globals[1] = DType::F32;
+    p.written[1] = true;
+  }
   double pairs = static_cast<double>(l.tq) * static_cast<double>(l.tk);
   if (l.causal && l.tq <= l.tk) pairs -= static_cast<double>(l.tq) * static_cast<double>(l.tq - 1) / 2;
   const double matmuls[] = {2, 1, 3, 4};  // tq x tk x d products of each part
@@ -95,7 +99,7 @@ Lowered lower_attention(const NodeRef& ast, Target target) {
     << "constexpr bool CAUSAL = " << (l.causal ? "true" : "false")
     << ", F16 = " << (in == DType::F16 ? "true" : "false")
     << ", STORE_O = " << (l.part == AttentionPart::Out ? "true" : "false")
-    << ", STORE_LSE = " << (l.part == AttentionPart::Lse ? "true" : "false") << ";\n"
+    << ", STORE_LSE = " << (l.part == AttentionPart::Lse || l.with_lse ? "true" : "false") << ";\n"
     << "constexpr float SCALE = " << hexfloat(a->fval)
     << ", SCALE_LOG2 = " << hexfloat(a->fval * std::numbers::log2e) << ";\n";
   for (size_t i = 0; i < 6; i++)
@@ -117,19 +121,19 @@ Lowered lower_attention(const NodeRef& ast, Target target) {
     << (forward ? flash_attention_kernel_source() : flash_attention_backward_kernel_source())
     << "}  // namespace " << ns << "\n"
     << "extern \"C\" __global__ void __launch_bounds__(" << t.threads << ", " << t.min_blocks << ") "
-    << p.symbol << "(void* out";
-  for (int64_t i = 1; i <= inputs; i++) s << ", const void* in" << i;
+    << p.symbol << "(";
+  for (int64_t i = 0; i <= inputs; i++) s << (i ? ", " : "") << "void* g" << i;  // by global index
   auto arg = [&](size_t o) {
     const char* type = a->src[o]->dtype == DType::F32 ? "const float*" : "const uint16_t*";
-    return std::string("(") + type + ")in" + std::to_string(a->src[o]->ival());
+    return std::string("(") + type + ")g" + std::to_string(a->src[o]->ival());
   };
   s << ") {\n  " << ns << "::";
   if (l.part == AttentionPart::Out)
-    s << "flash_forward((uint16_t*)out, nullptr, ";
+    s << "flash_forward((uint16_t*)g0, " << (l.with_lse ? "(float*)g1" : "nullptr") << ", ";
   else if (l.part == AttentionPart::Lse)
-    s << "flash_forward(nullptr, (float*)out, ";
+    s << "flash_forward(nullptr, (float*)g0, ";
   else
-    s << (l.part == AttentionPart::Dq ? "flash_dq" : "flash_dkv") << "((uint16_t*)out, ";
+    s << (l.part == AttentionPart::Dq ? "flash_dq" : "flash_dkv") << "((uint16_t*)g0, ";
   for (size_t o = 0; o < a->src.size(); o++) s << (o ? ", " : "") << arg(o);
   s << ");\n}\n";
   out.source = s.str();

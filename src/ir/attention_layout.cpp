@@ -8,6 +8,7 @@ namespace kiln::ir {
 std::vector<int64_t> AttentionLayout::args() const {
   std::vector<int64_t> a{causal ? 1 : 0,
                          static_cast<int64_t>(part),
+                         with_lse ? 1 : 0,
                          tq,
                          tk,
                          d,
@@ -26,6 +27,7 @@ AttentionLayout AttentionLayout::from_args(const std::vector<int64_t>& a) {
   size_t i = 0;
   l.causal = a.at(i++) != 0;
   l.part = static_cast<AttentionPart>(a.at(i++));
+  l.with_lse = a.at(i++) != 0;
   l.tq = a.at(i++);
   l.tk = a.at(i++);
   l.d = a.at(i++);

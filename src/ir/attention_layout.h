@@ -32,6 +32,7 @@ struct AttentionLayout {
   };
   bool causal = false;
   AttentionPart part = AttentionPart::Out;
+  bool with_lse = false;  // the output's kernel also writes the log-sum-exp (its global 1)
   int64_t tq = 0, tk = 0, d = 0;
   std::vector<int64_t> batch;     // batch dims of every operand and the output (equal)
   std::vector<Operand> operands;  // q, k, v and, for the gradients, dO, lse, delta

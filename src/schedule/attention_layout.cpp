@@ -91,9 +91,20 @@ bool attention_reads(const StridedView& v, DType dtype) {
   return true;
 }
 
-NodeRef attention_ast(const NodeRef& n, const std::function<bool(const NodeRef&)>& stop,
+bool attention_partners(const ir::Node& a, const ir::Node& b) {
+  if (a.op != Op::ATTENTION || b.op != Op::ATTENTION || a.src != b.src || a.arg.at(0) != b.arg.at(0) ||
+      a.fval != b.fval)
+    return false;
+  auto pa = ir::attention_part(a.arg), pb = ir::attention_part(b.arg);
+  return (pa == ir::AttentionPart::Out && pb == ir::AttentionPart::Lse) ||
+         (pa == ir::AttentionPart::Lse && pb == ir::AttentionPart::Out);
+}
+
+NodeRef attention_ast(const std::vector<NodeRef>& outs, const std::function<bool(const NodeRef&)>& stop,
                       std::vector<NodeRef>& bases) {
+  const NodeRef& n = outs.at(0);
   ir::AttentionLayout l;
+  l.with_lse = outs.size() > 1;
   const NodeRef& q = n->src.at(0);
   size_t r = q->shape.size();
   l.causal = n->arg.at(0) != 0;
@@ -112,7 +123,7 @@ NodeRef attention_ast(const NodeRef& n, const std::function<bool(const NodeRef&)
     size_t g = 0;
     while (g < bases.size() && bases[g] != v->base) g++;
     if (g == bases.size()) bases.push_back(v->base);
-    globals.push_back(ir::make(Op::DEFINE_GLOBAL, s->dtype, {}, {}, {static_cast<int64_t>(g + 1)}));
+    globals.push_back(ir::make(Op::DEFINE_GLOBAL, s->dtype, {}, {}, {static_cast<int64_t>(g + outs.size())}));
     size_t rows = s->shape.size() - (s->dtype == DType::F32 ? 1 : 2);  // the dim of the rows
     ir::AttentionLayout::Operand o;
     o.offset = v->offset;

@@ -30,9 +30,14 @@ std::optional<StridedView> strided_view(const ir::NodeRef& n,
 // (..., T, D) with D contiguous and every row 16-byte aligned; lse and delta (f32) in any layout.
 bool attention_reads(const StridedView& v, DType dtype);
 
-// The kernel AST of the attention node n whose q, k and v are views of `bases` (global i + 1 reads
-// bases[i]), and the bases; `stop` as in strided_view.
-ir::NodeRef attention_ast(const ir::NodeRef& n, const std::function<bool(const ir::NodeRef&)>& stop,
+// Whether attention nodes a and b are the forward's output and its log-sum-exp over the same
+// operands (one kernel computes both).
+bool attention_partners(const ir::Node& a, const ir::Node& b);
+// The kernel AST of the attention nodes `outs` (one node, or the output and its log-sum-exp) whose
+// operands are views of `bases` (global outs.size() + i reads bases[i]), and the bases; `stop` as in
+// strided_view.
+ir::NodeRef attention_ast(const std::vector<ir::NodeRef>& outs,
+                          const std::function<bool(const ir::NodeRef&)>& stop,
                           std::vector<ir::NodeRef>& bases);
 
 }  // namespace kiln::schedule

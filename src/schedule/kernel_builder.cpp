@@ -326,8 +326,22 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
       s.empty.push_back(p);
       continue;
     }
-    if (p->op == Op::ATTENTION) {  // the attention kernel computes nothing else
-      groups.push_back({p});
+    if (p->op == Op::ATTENTION) {     // the attention kernel computes nothing else, but the forward's
+      std::vector<NodeRef> group{p};  // output and its log-sum-exp come out of one pass
+      for (size_t j = i + 1; j < points.size(); j++) {
+        const NodeRef& q = points[j];
+        if (taken[j] || !attention_partners(*p, *q)) continue;
+        bool independent = true;  // nothing between the two that the later one needs
+        for (size_t k = i + 1; k < j && independent; k++)
+          if (!taken[k]) independent &= !deps[q.get()].count(points[k].get());
+        if (independent) {
+          group.push_back(q);
+          taken[j] = true;
+          if (ir::attention_part(p->arg) != ir::AttentionPart::Out) std::swap(group[0], group[1]);
+        }
+        break;
+      }
+      groups.push_back(std::move(group));
       continue;
     }
     std::vector<NodeRef> group{p};
@@ -352,7 +366,7 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
     Kernel k;
     if (g[0]->op == Op::ATTENTION) {
       auto stop = [&](const NodeRef& n) { return is_realized(n) || point_set.count(n.get()) > 0; };
-      k.ast = attention_ast(g[0], stop, k.inputs);
+      k.ast = attention_ast(g, stop, k.inputs);
       k.outputs = g;
     } else {
       Builder b(point_set, g);

@@ -208,3 +208,36 @@ TEST(Fusion, ATrainingStepStoresNoBroadcastProduct) {
     for (auto& out : k.outputs) EXPECT_LE(out->numel(), 2 * read + 1024) << codegen::kernel_name(k.ast);
   }
 }
+
+namespace {
+
+// An ATTENTION node computing `part` of attention (ir/attention_layout.h) over realized operands.
+ir::NodeRef attention_part(int64_t part, const std::vector<Tensor>& src, const Shape& shape, DType t) {
+  std::vector<ir::NodeRef> nodes;
+  for (auto& s : src) nodes.push_back(s.node());
+  return ir::make(ir::Op::ATTENTION, t, shape, nodes, {1, part}, 0.125);
+}
+
+}  // namespace
+
+// The forward's output and its log-sum-exp come out of one attention kernel (two outputs); the
+// gradients' parts are kernels of their own. Scheduled and lowered for CUDA without a GPU.
+TEST(Fusion, AttentionOutputAndLogSumExpAreOneKernel) {
+  Tensor q = randn({2, 100, 64}).to(DType::BF16).realize(), k = randn({2, 100, 64}).to(DType::BF16).realize();
+  Tensor dout = randn({2, 100, 64}).to(DType::BF16).realize(), delta = randn({2, 100}).realize();
+  ir::NodeRef out = attention_part(0, {q, k, k}, {2, 100, 64}, DType::BF16),
+              lse = attention_part(1, {q, k, k}, {2, 100}, DType::F32);
+  ir::NodeRef dq = attention_part(2, {q, k, k, dout, Tensor(lse), delta}, {2, 100, 64}, DType::BF16);
+  for (auto roots : {std::vector<ir::NodeRef>{out, lse, dq}, {lse, dq, out}}) {
+    auto sched = schedule::make_schedule(roots);
+    ASSERT_EQ(sched.kernels.size(), 2u);
+    const schedule::Kernel& fwd = sched.kernels[0];
+    ASSERT_EQ(fwd.outputs.size(), 2u) << "out and its log-sum-exp in one kernel";
+    EXPECT_EQ(fwd.outputs[0], out);
+    EXPECT_EQ(fwd.outputs[1], lse);
+    EXPECT_EQ(sched.kernels[1].outputs, std::vector<ir::NodeRef>{dq});
+    codegen::Lowered low = codegen::lower(fwd.ast, codegen::Target::CUDA, codegen::DeviceLimits{});
+    EXPECT_EQ(low.program.globals, (std::vector<DType>{DType::BF16, DType::F32, DType::BF16, DType::BF16}));
+    EXPECT_NE(low.source.find("STORE_O = true, STORE_LSE = true"), std::string::npos);
+  }
+}
