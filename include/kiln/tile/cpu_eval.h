@@ -6,7 +6,7 @@
 namespace kiln::tile::detail {
 
 // each element is evaluated on its own
-constexpr bool kWarpRowReduce = false;
+inline constexpr bool kWarpRowReduce = false;
 
 template <int height, int width, class... Sums>
 constexpr bool joins_store() {

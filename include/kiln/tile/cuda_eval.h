@@ -9,7 +9,7 @@
 namespace kiln::tile::detail {
 
 // a row reduction's element is evaluated by every lane of a warp at once (shuffles)
-constexpr bool kWarpRowReduce = true;
+inline constexpr bool kWarpRowReduce = true;
 
 template <int n, class R, class A>
 inline float warp_reduce_row(const A& a, int i, int j) {
