@@ -11,8 +11,6 @@ inline void check_cb(int id, abi::Loc at) {
   if (id < 0 || id >= num_cbs()) fail_role(cuda_abi::kBadId, id, at, 0);
 }
 
-// ---- circular buffers ----
-
 // The warp's count of blocks through a CB operation so far: lane 0 keeps it (in shared memory) and
 // hands it to the other lanes, so no lane reads it while lane 0 moves it on.
 inline unsigned warp_count(const unsigned& counter) {

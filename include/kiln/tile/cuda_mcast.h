@@ -8,7 +8,6 @@
 
 namespace kiln::tile::cuda {
 
-// ---- cross-core: semaphores and multicast through global memory ----
 // Multicast counters per (receiving core, CB): claimed by senders, receives asked for, payloads
 // delivered, payloads copied out of the mailbox.
 // Then per receive n, at n % kMaxSlots: the receiver's slot (kSlotOf + ...) and, from a sender in
