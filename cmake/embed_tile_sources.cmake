@@ -1,7 +1,7 @@
-# Writes OUTPUT (C++): the kernel-facing tile headers (include/kiln/tile/*.h) and the kernels
+# Writes OUTPUT (C++): the kernel-facing tile headers (include/kiln/tile/, subfolders too) and the kernels
 # shipped in kernels/ as string literals, so the library finds them at run time wherever it lives.
 # Run at build time: cmake -DSOURCE_DIR=... -DOUTPUT=... -P embed_tile_sources.cmake
-file(GLOB headers RELATIVE ${SOURCE_DIR}/include ${SOURCE_DIR}/include/kiln/tile/*.h)
+file(GLOB_RECURSE headers RELATIVE ${SOURCE_DIR}/include ${SOURCE_DIR}/include/kiln/tile/*.h)
 file(GLOB_RECURSE kernels RELATIVE ${SOURCE_DIR}/kernels ${SOURCE_DIR}/kernels/*.cpp)
 list(SORT headers)
 list(SORT kernels)

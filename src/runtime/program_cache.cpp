@@ -16,6 +16,7 @@
 #include "kiln/debug.h"
 #include "kiln/error.h"
 #include "runtime/backend.h"
+#include "runtime/batch_loader.h"
 #include "runtime/cache_dir.h"
 #include "runtime/cache_entry.h"
 #include "runtime/cpu/compiler.h"
@@ -60,12 +61,6 @@ std::shared_ptr<Library> open_library(const std::string& path) {
 
 KernelFn find_symbol(const std::shared_ptr<Library>& lib, const std::string& symbol) {
   return lib ? reinterpret_cast<KernelFn>(dlsym(lib->handle, (symbol + "_call").c_str())) : nullptr;
-}
-
-// An index file names a batch's shared object in the same directory.
-bool valid_so_name(const std::string& so) {
-  return so.size() > 5 && so.rfind("b_", 0) == 0 && so.find('/') == std::string::npos &&
-         so.compare(so.size() - 3, 3, ".so") == 0;
 }
 
 void* find_raw_symbol(const std::shared_ptr<Library>& lib, const std::string& symbol) {
@@ -153,52 +148,31 @@ uint64_t hash_string(const std::string& s, uint64_t seed) {
 std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels) {
   Cache& c = cache();
   std::lock_guard<std::mutex> l(c.mu);
-  const std::string& id = compiler_id();
-  const std::string dir = cache_dir();
-  std::vector<KernelFn> fns(kernels.size());
-  std::vector<std::string> keys(kernels.size());
-  std::vector<size_t> missing;
   std::unordered_map<std::string, bool> unusable;  // shared objects found damaged: checked once
-  for (size_t i = 0; i < kernels.size(); i++) {
-    keys[i] = hash_hex(hash_string(kernels[i].source, hash_string(id)));
-    if (auto it = c.fns.find(keys[i]); it != c.fns.end()) {
-      fns[i] = it->second;
-      stats().memory_cache_hits++;
-      continue;
-    }
-    if (auto so = read_entry(dir + "/k_" + keys[i] + ".idx"); so && valid_so_name(*so) && !unusable[*so]) {
-      auto lib = open_library(dir + "/" + *so);
-      unusable[*so] = !lib;
-      if ((fns[i] = find_symbol(lib, kernels[i].symbol))) {
-        c.fns[keys[i]] = fns[i];
-        stats().disk_cache_hits++;
-        continue;
-      }
-    }
-    missing.push_back(i);
-  }
-  if (missing.empty()) return fns;
-
-  // the kernels this schedule still needs, in groups compiled side by side
-  std::vector<std::vector<size_t>> groups = compile_groups(kernels, missing);
-  std::vector<Batch> batches(groups.size());
-  run_parallel(groups.size(), [&](size_t g) {
-    batches[g] = make_batch(codegen::c_prelude(), kernels, keys, groups[g], id);
-    compile_shared_object(batches[g].source, dir + "/b_" + batches[g].key + ".so", batches[g].what);
-  });
-  for (size_t g = 0; g < groups.size(); g++) {
-    std::string so = "b_" + batches[g].key + ".so";
-    auto lib = open_library(dir + "/" + so);
-    if (!lib) throw Error("kiln.compile: cannot load " + dir + "/" + so + ": " + dlerror());
-    for (size_t i : groups[g]) {
-      fns[i] = find_symbol(lib, kernels[i].symbol);
-      if (!fns[i]) throw Error("kiln.compile: kernel " + kernels[i].name + " missing from " + so);
-      c.fns[keys[i]] = fns[i];
-      write_entry(dir + "/k_" + keys[i] + ".idx", so);
-      stats().kernels_compiled++;
-    }
-  }
-  return fns;
+  BatchSteps<KernelFn, std::shared_ptr<Library>> s;
+  s.tag = "kiln.compile";
+  s.id = compiler_id();
+  s.prelude = codegen::c_prelude();
+  s.index_prefix = "k_";
+  s.batch_suffix = ".so";
+  s.memory = &c.fns;
+  s.open = [&](const std::string& path) -> std::shared_ptr<Library> {
+    if (unusable[path]) return nullptr;
+    auto lib = open_library(path);
+    unusable[path] = !lib;
+    return lib;
+  };
+  s.find = find_symbol;
+  s.build = [](const Batch& b, const std::string& path) {
+    compile_shared_object(b.source, path, b.what);
+    return std::string();
+  };
+  s.open_built = [](const std::string& path, const std::string&, const Batch&) {
+    auto lib = open_library(path);
+    if (!lib) throw Error("kiln.compile: cannot load " + path + ": " + dlerror());
+    return lib;
+  };
+  return load_batched(kernels, s);
 }
 
 void* load_cxx_symbol(const std::string& source, const std::string& symbol, const std::string& name,
@@ -207,25 +181,18 @@ void* load_cxx_symbol(const std::string& source, const std::string& symbol, cons
   std::lock_guard<std::mutex> l(c.mu);
   const std::string& id = compiler_id(Language::Cxx);
   const std::string dir = cache_dir();
-  std::string key = hash_hex(hash_string(source, hash_string(id, headers_hash)));
-  if (auto it = c.symbols.find(key); it != c.symbols.end()) {
-    stats().memory_cache_hits++;
-    return it->second;
-  }
-  std::string so = "t_" + key + ".so";
-  if (void* p = find_raw_symbol(open_library(dir + "/" + so), symbol)) {
-    c.symbols[key] = p;
-    stats().disk_cache_hits++;
-    return p;
-  }
-  compile_shared_object(source, dir + "/" + so, name, Language::Cxx, include_dir);
-  auto lib = open_library(dir + "/" + so);
-  if (!lib) throw Error("kiln.compile: cannot load " + dir + "/" + so + ": " + dlerror());
-  void* p = find_raw_symbol(lib, symbol);
-  if (!p) throw Error("kiln.compile: " + symbol + " missing from " + so + " (program " + name + ")");
-  c.symbols[key] = p;
-  stats().kernels_compiled++;
-  return p;
+  const std::string key = hash_hex(hash_string(source, hash_string(id, headers_hash)));
+  const std::string so = "t_" + key + ".so";
+  return load_single<void*>(
+      c.symbols, key, [&] { return find_raw_symbol(open_library(dir + "/" + so), symbol); },
+      [&] {
+        compile_shared_object(source, dir + "/" + so, name, Language::Cxx, include_dir);
+        auto lib = open_library(dir + "/" + so);
+        if (!lib) throw Error("kiln.compile: cannot load " + dir + "/" + so + ": " + dlerror());
+        void* p = find_raw_symbol(lib, symbol);
+        if (!p) throw Error("kiln.compile: " + symbol + " missing from " + so + " (program " + name + ")");
+        return p;
+      });
 }
 
 }  // namespace kiln::runtime

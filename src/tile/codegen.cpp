@@ -33,7 +33,7 @@ std::string generate_source(const Program::Desc& d, Target target) {
     s += "#define KILN_TILE_DM_ROLES " + std::to_string(d.dm_roles.size()) + "\n";
     if (int core = trace_core(); core >= 0)
       s += "#define KILN_TILE_TRACE_CORE " + std::to_string(core) + "\n";
-    // the CB layout as constants (cuda_device.h: cb_layout)
+    // the CB layout as constants (cuda_cb_layout.h: cb_layout)
     const CBLayout l = layout_cbs(d);
     s += "#define KILN_TILE_NCBS " + std::to_string(d.cbs.size()) + "\n#define KILN_TILE_CB_LAYOUT(X)";
     // id, ring offset, block bytes, slots, barrier offset, rows, cols, box shape, tile rows

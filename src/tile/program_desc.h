@@ -84,11 +84,11 @@ inline constexpr const char* kCudaEntry = "kiln_tile_main";
 // ---- CB memory per core (src/tile/cb_memory.cpp) ----
 // On the GPU a core's CBs are rings in its thread block's shared memory. Each ring slot has a full,
 // an empty and a dma mbarrier and a DMA count (8 bytes each); each CB keeps a set of counters per
-// warp. The runtime's own per-block state (the launch parameters and BlockState in cuda_device.h)
+// warp. The runtime's own per-block state (the launch parameters and BlockState in cuda_block_state.h)
 // is static shared memory, under kStaticSharedReserve.
 inline constexpr size_t kBarrierBytesPerSlot = cuda_abi::kBarrierBytesPerSlot;
 inline constexpr size_t kCounterBytesPerWarp = 24;
-inline constexpr int64_t kStaticSharedReserve = 2048;  // cuda_device.h asserts its state fits
+inline constexpr int64_t kStaticSharedReserve = 2048;  // cuda_block_state.h asserts its state fits
 // Shared memory of a Hopper multiprocessor, and what the GPU keeps of it per thread block.
 inline constexpr int64_t kSharedPerSM = 228 * 1024, kSharedKeptPerBlock = 1024;
 inline constexpr int64_t kHopperSMs = 132;  // an H100 or H200 SXM

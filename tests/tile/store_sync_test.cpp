@@ -1,5 +1,5 @@
-// When a GPU store needs a barrier over the compute warps (kernel.h: row_local, Reach, crosses):
-// the rules checked on the expression types the layernorm rows kernels and others store.
+// When a GPU store needs a barrier over the compute warps (kernel_eval.h: row_local, Reach; kernel_expr.h:
+// crosses): the rules checked on the expression types the layernorm rows kernels and others store.
 #include <gtest/gtest.h>
 
 #include "kiln/tile/kernel.h"

@@ -10,6 +10,7 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
+#include "runtime/batch_loader.h"
 #include "runtime/cache_dir.h"
 #include "runtime/cache_entry.h"
 #include "runtime/cuda/allocator.h"
@@ -100,12 +101,6 @@ CUmodule load_module(Context& c, const std::string& path, const std::string* byt
   return m;
 }
 
-// An index file names a batch's cubin in the same directory.
-bool valid_cubin_name(const std::string& f) {
-  return f.size() > 8 && f.rfind("b_", 0) == 0 && f.find('/') == std::string::npos &&
-         f.compare(f.size() - 6, 6, ".cubin") == 0;
-}
-
 CUfunction get_function(Context& c, CUmodule m, const std::string& symbol) {
   CUfunction f = nullptr;
   if (!m || c.api->cuModuleGetFunction(&f, m, symbol.c_str()) != 0) return nullptr;
@@ -118,53 +113,26 @@ std::vector<CUfunction> load_kernels(int ordinal, const std::vector<KernelSource
   Context& c = context(ordinal);
   Cache& k = cache();
   std::lock_guard<std::mutex> l(k.mu);
-  const std::string id = compiler_id(c);
-  const std::string dir = cache_dir();
-  std::vector<CUfunction> fns(kernels.size());
-  std::vector<std::string> keys(kernels.size());
-  std::vector<size_t> missing;
-  std::string prefix = std::to_string(ordinal) + ":";
-  for (size_t i = 0; i < kernels.size(); i++) {
-    keys[i] = hash_hex(hash_string(kernels[i].source, hash_string(id)));
-    if (auto it = k.fns.find(prefix + keys[i]); it != k.fns.end()) {
-      fns[i] = it->second;
-      stats().memory_cache_hits++;
-      continue;
-    }
-    if (auto file = read_entry(dir + "/cu_" + keys[i] + ".idx"); file && valid_cubin_name(*file)) {
-      if ((fns[i] = get_function(c, load_module(c, dir + "/" + *file, nullptr), kernels[i].symbol))) {
-        k.fns[prefix + keys[i]] = fns[i];
-        stats().disk_cache_hits++;
-        continue;
-      }
-    }
-    missing.push_back(i);
-  }
-  if (missing.empty()) return fns;
-
-  // NVRTC compiles the groups side by side; the driver loads them here
-  std::vector<std::vector<size_t>> groups = compile_groups(kernels, missing);
-  std::vector<Batch> batches(groups.size());
-  std::vector<std::string> cubins(groups.size());
   const std::vector<std::string> opts = options(c);
-  run_parallel(groups.size(), [&](size_t g) {
-    batches[g] = make_batch(codegen::cuda_prelude(), kernels, keys, groups[g], id);
-    cubins[g] = compile(c, batches[g].source, batches[g].what, opts);
-  });
-  for (size_t g = 0; g < groups.size(); g++) {
-    std::string file = "b_" + batches[g].key + ".cubin";
-    write_entry(dir + "/" + file, cubins[g]);
-    CUmodule m = load_module(c, dir + "/" + file, &cubins[g]);
-    if (!m) throw Error("kiln.cuda: the driver could not load the compiled kernels " + batches[g].what);
-    for (size_t i : groups[g]) {
-      fns[i] = get_function(c, m, kernels[i].symbol);
-      if (!fns[i]) throw Error("kiln.cuda: kernel " + kernels[i].name + " missing from " + file);
-      k.fns[prefix + keys[i]] = fns[i];
-      write_entry(dir + "/cu_" + keys[i] + ".idx", file);
-      stats().kernels_compiled++;
-    }
-  }
-  return fns;
+  BatchSteps<CUfunction, CUmodule> s;
+  s.tag = "kiln.cuda";
+  s.id = compiler_id(c);
+  s.prelude = codegen::cuda_prelude();
+  s.index_prefix = "cu_";
+  s.batch_suffix = ".cubin";
+  s.memory_prefix = std::to_string(ordinal) + ":";
+  s.memory = &k.fns;
+  s.open = [&](const std::string& path) { return load_module(c, path, nullptr); };
+  s.find = [&](CUmodule m, const std::string& symbol) { return get_function(c, m, symbol); };
+  // NVRTC compiles the groups side by side; the driver loads them one at a time
+  s.build = [&](const Batch& b, const std::string&) { return compile(c, b.source, b.what, opts); };
+  s.open_built = [&](const std::string& path, const std::string& cubin, const Batch& b) {
+    write_entry(path, cubin);
+    CUmodule m = load_module(c, path, &cubin);
+    if (!m) throw Error("kiln.cuda: the driver could not load the compiled kernels " + b.what);
+    return m;
+  };
+  return load_batched(kernels, s);
 }
 
 CUfunction load_program(int ordinal, const std::string& what, const std::string& source,
@@ -179,24 +147,17 @@ CUfunction load_program(int ordinal, const std::string& what, const std::string&
                    std::to_string(availability().nvrtc_minor) + " program";
   for (auto& o : opts) id += " " + o;
   const std::string key = "p_" + hash_hex(hash_string(source, hash_string(id)));
-  const std::string dir = cache_dir();
-  const std::string mem_key = std::to_string(ordinal) + ":" + key;
-  if (auto it = k.fns.find(mem_key); it != k.fns.end()) {
-    stats().memory_cache_hits++;
-    return it->second;
-  }
-  if (CUfunction f = get_function(c, load_module(c, dir + "/" + key + ".cubin", nullptr), symbol)) {
-    k.fns[mem_key] = f;
-    stats().disk_cache_hits++;
-    return f;
-  }
-  std::string cubin = compile(c, source, what, opts);
-  write_entry(dir + "/" + key + ".cubin", cubin);
-  CUfunction f = get_function(c, load_module(c, dir + "/" + key + ".cubin", &cubin), symbol);
-  if (!f) throw Error("kiln.cuda: the driver could not load " + what + " (kernel " + symbol + ")");
-  k.fns[mem_key] = f;
-  stats().kernels_compiled++;
-  return f;
+  const std::string path = cache_dir() + "/" + key + ".cubin";
+  return load_single<CUfunction>(
+      k.fns, std::to_string(ordinal) + ":" + key,
+      [&] { return get_function(c, load_module(c, path, nullptr), symbol); },
+      [&] {
+        std::string cubin = compile(c, source, what, opts);
+        write_entry(path, cubin);
+        CUfunction f = get_function(c, load_module(c, path, &cubin), symbol);
+        if (!f) throw Error("kiln.cuda: the driver could not load " + what + " (kernel " + symbol + ")");
+        return f;
+      });
 }
 
 void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::vector<void*>& bufs,

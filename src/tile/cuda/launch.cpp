@@ -121,7 +121,7 @@ void allow_shared(rc::Context& c, rc::CUfunction f, size_t smem) {
 // The thread-block clusters of a 2D grid whose kernel multicasts blocks (calls mcast): the widest
 // piece of a grid row (at most 8 cores, dividing the row), then as many rows as keep it within 8
 // cores. A multicast to cores of the sender's cluster writes into their shared memory directly
-// (cuda_device.h: mcast). 1 x 1: no clusters.
+// (cuda_mcast.h: mcast). 1 x 1: no clusters.
 std::pair<unsigned, unsigned> cluster_shape(const Program::Desc& d, bool mcasts) {
   if (!mcasts) return {1, 1};
   unsigned cx = 1, cy = 1;

@@ -1,4 +1,4 @@
-// KILN_TILE_TRACE=<core>: the timeline one core of a GPU launch records (cuda_device.h: trace),
+// KILN_TILE_TRACE=<core>: the timeline one core of a GPU launch records (cuda_watchdog.h: trace),
 // summed up per role: where it waited and for how long, how long its stores took (and the barrier
 // that starts each), how many DMAs it issued. Times are clock cycles of the core's multiprocessor.
 #include <algorithm>

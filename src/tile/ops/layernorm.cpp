@@ -109,7 +109,7 @@ void declare(Program& p, const Inputs& inputs, Indexing indexing) {
 constexpr int kComputeWarps = 8;
 
 // Compute warps for the rows kernels' blocks of `br` rows: where each warp owns whole rows (br a
-// multiple of the warps), their stores need no barrier between warps (kernel.h: row_local).
+// multiple of the warps), their stores need no barrier between warps (kernel_eval.h: row_local).
 int rows_compute_warps(int br) { return br >= 8 ? 8 : br >= 4 ? 4 : kComputeWarps; }
 
 // CB memory per core that lets a grid of `cores` share the multiprocessors of an H100 or H200 (132,
