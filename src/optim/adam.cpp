@@ -110,7 +110,8 @@ void Adam::update(size_t g, const Tensor& p, const Tensor& grad, ParamState& s, 
   }
   Tensor vhat = v;
   if (o.amsgrad) {
-    vhat = first ? v : maximum(s.tensors["max_exp_avg_sq"], v);
+    // a buffer of its own from the first step, so that every later step has the same graph
+    vhat = first ? v.contiguous() : maximum(s.tensors["max_exp_avg_sq"], v);
     u.set(s, "max_exp_avg_sq", vhat);
   }
   Tensor denom = vhat.sqrt() / bc2_sqrt + o.eps;

@@ -151,7 +151,9 @@ class Builder {
     const NodeRef& n = f.req.n;
     const std::vector<NodeRef>& idx = f.req.idx;
     const NodeRef& valid = f.req.valid;
-    if (!f.req.is_root && (is_realized(n) || points_.count(n.get()))) {
+    // another output of this kernel is computed again here, not read back (see build_schedule)
+    bool output = std::any_of(outs_.begin(), outs_.end(), [&](const NodeRef& o) { return o == n; });
+    if (!f.req.is_root && (is_realized(n) || (points_.count(n.get()) && !output))) {
       std::vector<NodeRef> src{global_of(n), flat_index(idx, n->shape)};
       if (valid) src.push_back(valid);
       return ir::make(Op::LOAD, n->dtype, {}, src);
@@ -314,8 +316,32 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
     deps[p.get()] = std::move(all);
   }
 
-  // Multi-output kernels: independent points with one output shape that read a common buffer are
-  // computed by one kernel (e.g. x.sum(1) and x.max(1) read x once).
+  // Multi-output kernels: points with one output shape that read a common buffer are computed by one
+  // kernel (e.g. x.sum(1) and x.max(1) read x once). A point may join one it depends on when that
+  // one is elementwise and small: the kernel computes it again where the later one reads it (an
+  // optimizer's moments and the parameter that reads them: one pass over each buffer).
+  std::unordered_map<const Node*, std::unordered_set<const Node*>> reads;  // realized inputs, points
+  for (auto& p : points) {
+    reads[p.get()] = realized_inputs(p, point_set);
+    point_inputs(p, point_set, reads[p.get()]);
+  }
+  std::unordered_map<const Node*, bool> small_elementwise;
+  auto recomputable = [&](const NodeRef& p) {
+    auto [it, fresh] = small_elementwise.try_emplace(p.get(), false);
+    if (fresh && p->op != Op::CONTIGUOUS && p->op != Op::REDUCE) {
+      std::unordered_set<const Node*> seen;
+      bool ok = true;
+      for (std::vector<NodeRef> stack(p->src.begin(), p->src.end()); ok && !stack.empty();) {
+        NodeRef x = stack.back();
+        stack.pop_back();
+        if (is_realized(x) || point_set.count(x.get()) || !seen.insert(x.get()).second) continue;
+        ok = x->op != Op::REDUCE && x->op != Op::ATTENTION && seen.size() <= 48;
+        for (auto& y : x->src) stack.push_back(y);
+      }
+      it->second = ok;
+    }
+    return it->second;
+  };
   Schedule s;
   std::vector<std::vector<NodeRef>> groups;
   std::vector<bool> taken(points.size());
@@ -345,13 +371,17 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
       continue;
     }
     std::vector<NodeRef> group{p};
-    auto shared = realized_inputs(p, point_set);
-    for (size_t j = i + 1; j < points.size() && !shared.empty(); j++) {
+    const auto& shared = reads[p.get()];
+    for (size_t j = i + 1; j < points.size(); j++) {
       const NodeRef& q = points[j];
       if (taken[j] || q->shape != p->shape || q->numel() == 0 || q->op == Op::ATTENTION) continue;
       bool independent = true, common = false;
-      for (auto& g : group) independent &= !deps[q.get()].count(g.get()) && !deps[g.get()].count(q.get());
-      for (auto* in : realized_inputs(q, point_set)) common |= shared.count(in) > 0;
+      for (auto& g : group) {
+        bool uses = deps[q.get()].count(g.get()) > 0;
+        independent &= !deps[g.get()].count(q.get()) && (!uses || recomputable(g));
+        common |= uses;
+      }
+      for (auto* in : reads[q.get()]) common |= shared.count(in) > 0;
       // a later point that depends on nothing in between can join; others keep their order
       for (size_t k = i + 1; k < j && independent; k++)
         if (!taken[k]) independent &= !deps[q.get()].count(points[k].get());

@@ -241,3 +241,22 @@ TEST(Fusion, AttentionOutputAndLogSumExpAreOneKernel) {
     EXPECT_NE(low.source.find("STORE_O = true, STORE_LSE = true"), std::string::npos);
   }
 }
+
+// An optimizer's update: the moments and the parameter that reads them are one kernel with three
+// outputs (the moments computed again where the parameter reads them), with the values of three.
+TEST(Fusion, ElementwisePointsJoinTheKernelThatReadsThem) {
+  Tensor g = randn({4, 5}).realize(), m0 = randn({4, 5}).realize(), v0 = rand({4, 5}).realize(),
+         p0 = randn({4, 5}).realize();
+  Tensor m = m0 * 0.9 + g * 0.1, v = v0 * 0.99 + g * g * 0.01;
+  Tensor p = p0 - (m / (v.sqrt() + 1e-8)) * 0.01;
+  auto sched = schedule::make_schedule(ir::rewrite_graph({m.node(), v.node(), p.node()}));
+  ASSERT_EQ(sched.kernels.size(), 1u);
+  EXPECT_EQ(sched.kernels[0].outputs.size(), 3u);
+  EXPECT_EQ(sched.kernels[0].inputs.size(), 4u) << "g, m0, v0 and p0, each read once";
+  realize({m, v, p});
+  for (const Tensor* t : {&m, &v, &p}) EXPECT_TRUE(expect_matches_reference(*t));
+  // a reduce is not computed again: the row sums stay a kernel of their own
+  Tensor x = randn({4, 5}).realize();
+  Tensor s = x.sum(1, true).expand({4, 5}).contiguous(), y = x * s;
+  EXPECT_EQ(schedule::make_schedule(ir::rewrite_graph({s.node(), y.node()})).kernels.size(), 2u);
+}
