@@ -10,7 +10,7 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
-#include "runtime/program_cache.h"
+#include "runtime/cpu/program_cache.h"
 #include "runtime/thread_pool.h"
 
 namespace kiln::runtime {
