@@ -14,12 +14,12 @@ schedule    schedule ir
 codegen     codegen ir
 runtime     runtime schedule codegen ir
 engine      engine runtime schedule codegen ir
-tile        tile engine runtime schedule codegen ir kiln
-frontend    frontend tile engine runtime schedule codegen ir kiln
-optim       optim frontend tile engine runtime schedule codegen ir kiln
-io          io frontend tile engine runtime schedule codegen ir kiln
-data        data frontend tile engine runtime schedule codegen ir kiln
-nn          nn data io frontend tile engine runtime schedule codegen ir kiln
+frontend    frontend engine runtime schedule codegen ir kiln
+tile        tile frontend engine runtime schedule codegen ir kiln
+optim       optim tile frontend engine runtime schedule codegen ir kiln
+io          io tile frontend engine runtime schedule codegen ir kiln
+data        data tile frontend engine runtime schedule codegen ir kiln
+nn          nn data io tile frontend engine runtime schedule codegen ir kiln
 '
 # public headers that pull in nothing above ir: dtypes, errors, settings, devices
 BASE_HEADERS='kiln/dtype.h kiln/error.h kiln/debug.h kiln/device.h'
