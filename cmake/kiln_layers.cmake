@@ -5,6 +5,7 @@
 # shared library against the layers below it with --no-undefined (<build>/layers/lib/), so an upward
 # call fails to link. libkiln.a (kiln::kiln) holds every layer's objects.
 
+option(KILN_CHECK_LAYERS "Link each layer alone to check it calls no layer above it" ${PROJECT_IS_TOP_LEVEL})
 set(KILN_LAYERS_DIR ${PROJECT_BINARY_DIR}/layers)
 # public headers by layer (include/kiln/...): what the base, frontend and tile layers may include;
 # the library layers see them all. A new public header goes in one of these lists.
@@ -65,7 +66,8 @@ function(kiln_layer name)
   set_property(GLOBAL APPEND PROPERTY KILN_LAYER_OBJECTS $<TARGET_OBJECTS:kiln_${name}>)
 
   # the link check: this layer's objects with only the layers below it
-  if(NOT KILN_SANITIZE)  # sanitizer runtimes are linked into programs, not shared libraries
+  # (sanitizer runtimes are linked into programs, not shared libraries: no check under KILN_SANITIZE)
+  if(KILN_CHECK_LAYERS AND NOT KILN_SANITIZE)
     add_library(kiln_${name}_linked SHARED $<TARGET_OBJECTS:kiln_${name}>)
     set(below)
     foreach(b ${L_BELOW})
