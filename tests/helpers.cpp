@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "codegen/passes.h"
+#include "engine/interpreter.h"
 #include "ir/graph_rewrite.h"
 #include "runtime/backend.h"
-#include "runtime/interpreter.h"
 #include "schedule/schedule.h"
 
 namespace kiln::testing {

@@ -13,12 +13,13 @@ ir          ir
 schedule    schedule ir
 codegen     codegen ir
 runtime     runtime schedule codegen ir
-tile        tile runtime schedule codegen ir kiln
-frontend    frontend tile runtime schedule codegen ir kiln
-optim       optim frontend tile runtime schedule codegen ir kiln
-io          io frontend tile runtime schedule codegen ir kiln
-data        data frontend tile runtime schedule codegen ir kiln
-nn          nn data io frontend tile runtime schedule codegen ir kiln
+engine      engine runtime schedule codegen ir
+frontend    frontend engine runtime schedule codegen ir kiln
+tile        tile frontend engine runtime schedule codegen ir kiln
+optim       optim tile frontend engine runtime schedule codegen ir kiln
+io          io tile frontend engine runtime schedule codegen ir kiln
+data        data tile frontend engine runtime schedule codegen ir kiln
+nn          nn data io tile frontend engine runtime schedule codegen ir kiln
 '
 # public headers that pull in nothing above ir: dtypes, errors, settings, devices
 BASE_HEADERS='kiln/dtype.h kiln/error.h kiln/debug.h kiln/device.h'
@@ -103,15 +104,17 @@ selftest() {
   check "$tmp" > "$tmp/clean.txt" || { echo "selftest: the tree itself fails:"; cat "$tmp/clean.txt"; return 1; }
   printf '#include "runtime/buffer.h"\n' >> "$tmp/src/ir/node.h"
   printf 'void f() { cuEventCreate(0, 0); }  // cuNothing(\n' >> "$tmp/src/frontend/graph.cpp"
-  printf '#include "runtime/cuda/context.h"\n' >> "$tmp/src/runtime/realize.cpp"
+  printf '#include "runtime/cuda/context.h"\n' >> "$tmp/src/engine/realize.cpp"
+  printf '#include "engine/realize.h"\n' >> "$tmp/src/runtime/buffer.cpp"
   if check "$tmp" > "$tmp/bad.txt"; then echo "selftest: violations were not caught"; return 1; fi
   local want
   for want in "src/ir/node.h:[0-9]+: ir must not include runtime/buffer.h" \
               "src/frontend/graph.cpp:[0-9]+: frontend must not use the CUDA API \(cuEventCreate\)" \
-              "src/runtime/realize.cpp:[0-9]+: runtime/cuda/context.h is private to the CUDA backends \(use runtime/backend.h\)"; do
+              "src/engine/realize.cpp:[0-9]+: runtime/cuda/context.h is private to the CUDA backends \(use runtime/backend.h\)" \
+              "src/runtime/buffer.cpp:[0-9]+: runtime must not include engine/realize.h"; do
     grep -qE "^$want\$" "$tmp/bad.txt" || { echo "selftest: expected '$want' in:"; cat "$tmp/bad.txt"; return 1; }
   done
-  [[ $(wc -l < "$tmp/bad.txt") -eq 3 ]] || { echo "selftest: expected 3 lines:"; cat "$tmp/bad.txt"; return 1; }
+  [[ $(wc -l < "$tmp/bad.txt") -eq 4 ]] || { echo "selftest: expected 4 lines:"; cat "$tmp/bad.txt"; return 1; }
   echo "check_layers selftest: ok"
 }
 

@@ -44,7 +44,7 @@ struct Settings {
   std::string viz;
   std::string viz_out;
 };
-// Read once from the environment (every KILN_* variable is declared in src/runtime/settings.cpp;
+// Read once from the environment (every KILN_* variable is declared in src/ir/settings.cpp;
 // `kiln info` lists them); an invalid value is a kiln::Error naming the variable, the value and
 // what is allowed, thrown by every call. Tests may change the fields.
 Settings& settings();

@@ -7,12 +7,12 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/realize.h"
 #include "frontend/jit_recorder.h"
 #include "frontend/tensor_impl.h"
 #include "kiln/debug.h"
 #include "runtime/backend.h"
 #include "runtime/program_cache.h"
-#include "runtime/realize.h"
 
 namespace kiln {
 
@@ -22,13 +22,13 @@ Recording*& active() {
   return r;
 }
 
-RecordingScope::RecordingScope(Recording& r) : prev_(active()), prev_observer_(runtime::launch_observer()) {
+RecordingScope::RecordingScope(Recording& r) : prev_(active()), prev_observer_(engine::launch_observer()) {
   active() = &r;
-  runtime::launch_observer() = &r;
+  engine::launch_observer() = &r;
 }
 RecordingScope::~RecordingScope() {
   active() = prev_;
-  runtime::launch_observer() = prev_observer_;
+  engine::launch_observer() = prev_observer_;
 }
 }  // namespace jit
 
@@ -338,7 +338,7 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
           if (!impl)
             throw Error("kiln.jit: a tensor the captured step updates (" + to_string(s.dtype) + ", " +
                         std::to_string(s.numel) + " elements) no longer exists; reset() and capture again");
-          if (!impl->node->buffer) runtime::realize({impl->node}, r.device);
+          if (!impl->node->buffer) engine::realize({impl->node}, r.device);
           const Buffer& b = *impl->node->buffer;
           if (b.dtype != s.dtype || b.numel != s.numel)
             throw Error("kiln.jit: a tensor the captured step updates is " + sig(impl->node->shape, b.dtype) +

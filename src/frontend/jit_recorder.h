@@ -7,13 +7,14 @@
 #include <utility>
 #include <vector>
 
+#include "engine/launch_observer.h"
 #include "frontend/tensor_impl.h"
 #include "runtime/buffer.h"
 #include "runtime/launcher.h"
 
 namespace kiln::jit {
 
-struct Recording : runtime::LaunchObserver {
+struct Recording : engine::LaunchObserver {
   struct Launched {
     runtime::Launch launch;
     std::vector<std::shared_ptr<Buffer>> outputs, inputs;
@@ -49,7 +50,7 @@ class RecordingScope {
 
  private:
   Recording* prev_;
-  runtime::LaunchObserver* prev_observer_;
+  engine::LaunchObserver* prev_observer_;
 };
 
 }  // namespace kiln::jit

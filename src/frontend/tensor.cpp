@@ -9,12 +9,12 @@
 #include <new>
 #include <sstream>
 
+#include "engine/realize.h"
 #include "frontend/checks.h"
 #include "frontend/graph.h"
 #include "frontend/jit_recorder.h"
 #include "frontend/tensor_impl.h"
 #include "runtime/buffer.h"
-#include "runtime/realize.h"
 
 namespace kiln {
 
@@ -33,7 +33,7 @@ void compute(const std::vector<Tensor>& ts) {
     if (g == groups.end()) g = groups.insert(groups.end(), {d, {}});
     g->second.push_back(t.node());
   }
-  for (auto& [d, roots] : groups) runtime::realize(roots, d);
+  for (auto& [d, roots] : groups) engine::realize(roots, d);
 }
 
 // Points a computed tensor at its buffer, so the graph behind it can be freed (unless autograd will
@@ -67,7 +67,7 @@ Tensor::Tensor(std::shared_ptr<const ir::Node> node) : impl_(std::make_shared<Im
   // do not change: this is one more kernel boundary (f16/bf16 values are rounded there, as at any).
   // Not where the node reads a broadcast (a matmul's product before its sum): its consumer, one
   // deeper, is realized instead.
-  if (impl_->node->depth > frontend::kMaxLazyDepth && !runtime::realizing() &&
+  if (impl_->node->depth > frontend::kMaxLazyDepth && !engine::realizing() &&
       !reads_a_broadcast(*impl_->node)) {
     compute({*this});
     bind_to_buffer(impl_);
@@ -115,7 +115,7 @@ Tensor Tensor::to(Device d) const {
   const NodeRef& n = node();
   if (n->op == ir::Op::CONST && !n->buffer) return Tensor(ir::pinned_const(n, static_cast<int8_t>(d.code())));
   if (n->device < 0 && !n->buffer) {  // constant graphs: computed where they are wanted
-    runtime::realize({n}, d);
+    engine::realize({n}, d);
     // the constant node is shared (hash-consed) with graphs on other devices: take its buffer away
     std::shared_ptr<Buffer> b = n->buffer;
     ir::set_buffer(*n, nullptr);

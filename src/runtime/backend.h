@@ -83,6 +83,6 @@ bool register_backend(Device::Kind kind, MakeBackend make);
 
 // Registers a backend as the program starts, in the backend's own folder. kiln is a static library
 // whose generic code never names a backend, so the build asks the linker to keep the symbol this
-// defines, kiln_backend_<name> (KILN_BACKENDS in CMakeLists.txt).
+// defines, kiln_backend_<name> (KILN_REGISTRATIONS in CMakeLists.txt).
 #define KILN_REGISTER_BACKEND(name, kind, make) \
   extern "C" const bool kiln_backend_##name = ::kiln::runtime::register_backend(kind, make)

@@ -22,15 +22,9 @@ namespace kiln::runtime {
 
 namespace {
 
-std::string temp_root() {
-  std::error_code ec;
-  std::string t = std::filesystem::temp_directory_path(ec).string();  // $TMPDIR, else /tmp
-  return ec || t.empty() ? "/tmp" : t;
-}
-
 // Why `dir` cannot hold the cache, or "" when it can (it is created if missing).
 std::string unusable(const std::string& dir) {
-  bool per_user = dir == per_user_temp_cache_dir();
+  bool per_user = dir == ir::per_user_temp_cache_dir();
   if (per_user) {
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return std::strerror(errno);
     struct stat st;  // in a directory all users share: it must be ours alone
@@ -61,18 +55,6 @@ struct PrivateDir {
 
 }  // namespace
 
-std::string per_user_temp_cache_dir() { return temp_root() + "/kiln-cache-" + std::to_string(::geteuid()); }
-
-std::string default_cache_dir(const std::function<const char*(const char*)>& get) {
-  auto env = [&](const char* name) -> std::string {
-    const char* v = get(name);
-    return v ? v : "";
-  };
-  if (std::string x = env("XDG_CACHE_HOME"); !x.empty() && x[0] == '/') return x + "/kiln";
-  if (std::string h = env("HOME"); !h.empty()) return h + "/.cache/kiln";
-  return per_user_temp_cache_dir();
-}
-
 std::string cache_dir() {
   static std::mutex mu;
   static std::map<std::string, std::string> fell_back;  // unusable configured directory -> private one
@@ -88,10 +70,10 @@ std::string cache_dir() {
     return configured;
   }
   if (fallback.path.empty()) {
-    std::string tmpl = temp_root() + "/kiln-private-XXXXXX";
+    std::string tmpl = ir::temp_root() + "/kiln-private-XXXXXX";
     if (!::mkdtemp(tmpl.data()))
       throw Error("kiln: cannot use the kernel cache directory " + configured + " (" + why +
-                  ") nor make a private one in " + temp_root() + " (" + std::strerror(errno) +
+                  ") nor make a private one in " + ir::temp_root() + " (" + std::strerror(errno) +
                   "); set KILN_CACHE_DIR to a writable directory");
     fallback.path = tmpl;
   }

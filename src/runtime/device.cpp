@@ -1,4 +1,4 @@
-// The default device (KILN_DEVICE), device names, and synchronization (through the backend).
+// The default device (KILN_DEVICE) and synchronization (through the backend); names: ir/device.cpp.
 #include "kiln/device.h"
 
 #include <cstdlib>
@@ -9,14 +9,6 @@
 #include "runtime/backend.h"
 
 namespace kiln {
-
-Device Device::parse(const std::string& s) {
-  if (s == "cpu") return cpu();
-  if (s == "cuda" || s == "gpu") return cuda(0);
-  if (s.rfind("cuda:", 0) == 0 && s.size() > 5 && s.find_first_not_of("0123456789", 5) == std::string::npos)
-    return cuda(std::atoi(s.c_str() + 5));
-  throw Error("kiln: unknown device '" + s + "' (expected cpu, cuda or cuda:<index>)");
-}
 
 namespace {
 std::mutex& mu() {

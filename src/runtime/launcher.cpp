@@ -25,9 +25,4 @@ void Launcher::replay(const std::vector<SlotLaunch>& list, const std::vector<voi
   }
 }
 
-LaunchObserver*& launch_observer() {
-  thread_local LaunchObserver* o = nullptr;
-  return o;
-}
-
 }  // namespace kiln::runtime

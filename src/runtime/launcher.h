@@ -64,13 +64,4 @@ class Launcher {
   virtual bool replay_keeps_addresses() const { return false; }
 };
 
-// Sees every launch the realize driver makes on this thread while installed (jit capture).
-class LaunchObserver {
- public:
-  virtual ~LaunchObserver() = default;
-  virtual void launched(const Launch& l, const std::vector<std::shared_ptr<Buffer>>& outputs,
-                        const std::vector<std::shared_ptr<Buffer>>& inputs) = 0;
-};
-LaunchObserver*& launch_observer();  // thread-local; nullptr when none
-
 }  // namespace kiln::runtime

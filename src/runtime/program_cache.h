@@ -1,5 +1,5 @@
-// Compiled-program cache for CPU kernels: in memory and on disk (KILN_CACHE_DIR), keyed by the
-// content hash of (kernel source, compiler, flags). Misses of one schedule compile in groups side by side.
+// What every backend's program cache shares (runtime/cpu/program_cache.h, runtime/cuda/program_cache.h):
+// kernel sources, content hashes, and a schedule's misses as groups compiled side by side.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -7,8 +7,6 @@
 #include <vector>
 
 namespace kiln::runtime {
-
-using KernelFn = void (*)(void** bufs, int64_t start, int64_t end);
 
 struct KernelSource {
   std::string name;    // for messages
@@ -35,12 +33,10 @@ std::vector<std::vector<size_t>> compile_groups(const std::vector<KernelSource>&
 // have ended.
 void run_parallel(size_t n, const std::function<void(size_t)>& f);
 
-std::vector<KernelFn> load_programs(const std::vector<KernelSource>& kernels);
-// The address of `symbol` in the shared object built by the C++ compiler from `source` (tile
-// kernels), cached the same way. `include_dir` is passed with -I; `headers_hash` stands for the
-// headers found there, so a changed header is a different program.
-void* load_cxx_symbol(const std::string& source, const std::string& symbol, const std::string& name,
-                      const std::string& include_dir, uint64_t headers_hash);
 uint64_t hash_string(const std::string& s, uint64_t seed = 0);
+
+// Registers a cache's clear function, which kiln::clear_memory_cache calls (with every backend's
+// clear_program_cache).
+void on_clear_memory_cache(void (*clear)());
 
 }  // namespace kiln::runtime

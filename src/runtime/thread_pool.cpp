@@ -8,9 +8,9 @@
 #include <system_error>
 #include <utility>
 
+#include "ir/settings.h"
 #include "kiln/debug.h"
 #include "kiln/error.h"
-#include "runtime/settings.h"
 
 namespace kiln::runtime {
 
@@ -30,15 +30,15 @@ ThreadPool& pool() {
 }  // namespace
 
 int threads_setting(const char* text) {
-  if (!text || !*text) return hardware_threads();
+  if (!text || !*text) return ir::hardware_threads();
   // the settings table's check of KILN_THREADS, the one place its range is known
-  if (std::string e = setting_error(*find_setting("KILN_THREADS"), text); !e.empty()) throw Error(e);
+  if (std::string e = ir::setting_error(*ir::find_setting("KILN_THREADS"), text); !e.empty()) throw Error(e);
   return std::atoi(text);
 }
 
 int num_threads() {
   const int t = settings().threads;  // KILN_THREADS, checked where read; a value set in code here
-  return t > 0 ? threads_setting(std::to_string(t).c_str()) : hardware_threads();
+  return t > 0 ? threads_setting(std::to_string(t).c_str()) : ir::hardware_threads();
 }
 
 int pool_threads() { return pool().size(); }

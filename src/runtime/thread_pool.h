@@ -11,7 +11,7 @@
 namespace kiln::runtime {
 
 // KILN_THREADS, given its text (null when unset): unset or empty means all hardware threads;
-// otherwise a whole number from 1 to max_threads() (runtime/settings.h), or the settings table's
+// otherwise a whole number from 1 to max_threads() (ir/settings.h), or the settings table's
 // kiln::Error naming the variable, the value and the allowed range.
 int threads_setting(const char* text);
 // Settings::threads (KILN_THREADS) where set (> 0, checked the same way), else all hardware threads.

@@ -37,7 +37,7 @@ struct MemoryPlan {
 };
 
 // Plans every kernel output that is not in `survivors` (the roots, and outputs something may read
-// after the schedule: see runtime/survivors.h) into the arena.
+// after the schedule: see engine/survivors.h) into the arena.
 MemoryPlan plan_memory(const Schedule& s, const std::unordered_set<const ir::Node*>& survivors);
 
 }  // namespace kiln::schedule

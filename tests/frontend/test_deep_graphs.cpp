@@ -4,10 +4,10 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include "engine/realize.h"
 #include "frontend/graph.h"
 #include "helpers.h"
 #include "ir/node.h"
-#include "runtime/realize.h"
 #include "schedule/schedule.h"
 
 using namespace kiln;
@@ -50,7 +50,7 @@ TEST(DeepGraphs, AGraphBuiltFromNodesIsCutIntoKernelsOfBoundedDepth) {
     ir::NodeRef c = ir::const_float(0.25, DType::F32, {3});
     for (int i = 0; i < kSteps; i++) n = ir::make(i % 2 ? ir::Op::ADD : ir::Op::MUL, DType::F32, {3}, {n, c});
     int64_t kernels = stats().kernels_run;
-    runtime::realize({n}, x.device());
+    engine::realize({n}, x.device());
     EXPECT_GE(stats().kernels_run - kernels, kSteps / static_cast<int64_t>(schedule::kMaxFusedDepth));
     float want = 0.5f;
     for (int i = 0; i < kSteps; i++) want = i % 2 ? want + 0.25f : want * 0.25f;

@@ -27,7 +27,7 @@ echo "find_package consumer: ok"
 step "add_subdirectory consumer"
 cmake -G "Unix Makefiles" -S "$src/tests/install/consumer" -B "$work/sub" -DKILN_SOURCE_DIR="$src" \
   -DCMAKE_BUILD_TYPE=Release >/dev/null
-make -C "$work/sub/kiln" -s src/runtime/settings.cpp.o generated/tile_embedded.cpp.o >/dev/null
+make -C "$work/sub/kiln" -s src/ir/settings.cpp.o generated/tile_embedded.cpp.o >/dev/null
 lib=$(cat "$work/sub/kiln_library.txt")
 mkdir -p "$(dirname "$lib")"
 cp "$(find "$work/prefix" -name "$(basename "$lib")" | head -n 1)" "$lib"

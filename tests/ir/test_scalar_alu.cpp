@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/interpreter.h"
 #include "ir/graph_rewrite.h"
 #include "ir/scalar_alu.h"
 #include "kiln/error.h"
-#include "runtime/interpreter.h"
 
 using namespace kiln;
 using ir::Op;

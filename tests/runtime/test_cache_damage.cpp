@@ -268,14 +268,14 @@ TEST(CacheDir, DefaultIsPerUserAndPrivate) {
   fs::create_directories(c.dir);
   setenv("XDG_CACHE_HOME", "/xdg", 1);
   setenv("HOME", "/home/u", 1);
-  EXPECT_EQ(runtime::default_cache_dir(), "/xdg/kiln");
+  EXPECT_EQ(ir::default_cache_dir(), "/xdg/kiln");
   unsetenv("XDG_CACHE_HOME");
-  EXPECT_EQ(runtime::default_cache_dir(), "/home/u/.cache/kiln");
+  EXPECT_EQ(ir::default_cache_dir(), "/home/u/.cache/kiln");
   // no HOME: a directory of this user's own in the temporary directory, never one all users share
   unsetenv("HOME");
   setenv("TMPDIR", c.dir.c_str(), 1);
   std::string mine = (c.dir / ("kiln-cache-" + std::to_string(geteuid()))).string();
-  EXPECT_EQ(runtime::default_cache_dir(), mine);
+  EXPECT_EQ(ir::default_cache_dir(), mine);
   settings().cache_dir = mine;
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(runtime::cache_dir(), mine);
@@ -292,7 +292,7 @@ TEST(CacheDir, DefaultIsPerUserAndPrivate) {
     setenv("TMPDIR", theirs.c_str(), 1);
     fs::create_directories(theirs + "/kiln-cache-0");
     ASSERT_EQ(::chown((theirs + "/kiln-cache-0").c_str(), 65534, 65534), 0);
-    settings().cache_dir = runtime::default_cache_dir();
+    settings().cache_dir = ir::default_cache_dir();
     ::testing::internal::CaptureStderr();
     EXPECT_NE(runtime::cache_dir(), settings().cache_dir);
     err = ::testing::internal::GetCapturedStderr();

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "runtime/program_cache.h"
+#include "runtime/cpu/program_cache.h"
 #include "runtime/thread_pool.h"
 
 using namespace kiln;

@@ -1,4 +1,4 @@
-// KILN_* settings: parsed strictly from one table (src/runtime/settings.cpp); an invalid value is a
+// KILN_* settings: parsed strictly from one table (src/ir/settings.cpp); an invalid value is a
 // kiln::Error naming the variable, the value and what is allowed; nothing else reads the environment.
 #include <filesystem>
 #include <fstream>
@@ -9,12 +9,12 @@
 #include <thread>
 
 #include "helpers.h"
-#include "runtime/settings.h"
+#include "ir/settings.h"
 
 namespace kiln {
 namespace {
 
-using runtime::settings_from;
+using ir::settings_from;
 
 Settings parse(const std::map<std::string, std::string>& env) {
   return settings_from([&](const char* name) -> const char* {
@@ -104,12 +104,12 @@ TEST(Settings, EveryKindIsStrict) {
 
 TEST(Settings, EveryNameIsDeclaredOnce) {
   std::set<std::string> seen;
-  for (const auto& s : runtime::setting_specs()) {
+  for (const auto& s : ir::setting_specs()) {
     EXPECT_TRUE(seen.insert(s.name).second) << s.name;
     EXPECT_EQ(std::string(s.name).rfind("KILN_", 0), 0u) << s.name;
-    EXPECT_EQ(runtime::find_setting(s.name), &s);
+    EXPECT_EQ(ir::find_setting(s.name), &s);
   }
-  EXPECT_EQ(runtime::find_setting("KILN_THREAD"), nullptr);
+  EXPECT_EQ(ir::find_setting("KILN_THREAD"), nullptr);
 }
 
 // The table is the one place a KILN_* variable is read: no other source asks the environment.
@@ -137,7 +137,7 @@ TEST(Settings, ReadmeNamesOnlyDeclaredSettings) {
     std::smatch m;
     if (!std::regex_search(line, m, row)) continue;
     rows++;
-    EXPECT_NE(runtime::find_setting(m[1]), nullptr) << m[1];
+    EXPECT_NE(ir::find_setting(m[1]), nullptr) << m[1];
   }
   EXPECT_GT(rows, 5);
 }

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "helpers.h"
-#include "runtime/settings.h"
+#include "ir/settings.h"
 #include "runtime/thread_pool.h"
 
 namespace kiln::testing {
@@ -21,7 +21,7 @@ std::string setting_error(const char* text) {
 }
 
 TEST(ThreadPool, KilnThreadsIsAWholeNumberInRange) {
-  const int most = runtime::max_threads();
+  const int most = ir::max_threads();
   EXPECT_GE(most, 4);
   EXPECT_LE(most, 1024);
   const int hardware = runtime::threads_setting(nullptr);

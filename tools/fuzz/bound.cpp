@@ -6,8 +6,8 @@
 #include <limits>
 #include <unordered_map>
 
+#include "engine/interpreter.h"
 #include "generator.h"
-#include "runtime/interpreter.h"
 
 namespace kiln::fuzz {
 

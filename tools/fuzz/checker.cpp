@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "bound.h"
+#include "engine/interpreter.h"
 #include "generator.h"
-#include "runtime/interpreter.h"
 
 namespace kiln::fuzz {
 

@@ -9,7 +9,7 @@
 #include <optional>
 #include <random>
 
-#include "runtime/interpreter.h"
+#include "engine/interpreter.h"
 
 namespace kiln::fuzz {
 

@@ -8,10 +8,10 @@
 #include <thread>
 
 #include "commands.h"
+#include "ir/settings.h"
 #include "runtime/cache_dir.h"
 #include "runtime/cpu/compiler.h"
 #include "runtime/cuda/driver.h"
-#include "runtime/settings.h"
 #include "runtime/thread_pool.h"
 
 #ifndef KILN_VERSION
@@ -34,18 +34,17 @@ std::string env(const char* name) {
 std::string print_settings() {
   std::string first_error;
   std::printf("settings (environment variables; [default] where unset):\n");
-  for (const auto& s : runtime::setting_specs()) {
-    std::string v = env(s.name), err = runtime::setting_error(s, v);
+  for (const auto& s : ir::setting_specs()) {
+    std::string v = env(s.name), err = ir::setting_error(s, v);
     if (first_error.empty()) first_error = err;
     std::string shown = v.empty() ? "[" + std::string(s.unset) + "]" : v;
-    std::string allowed =
-        s.kind == runtime::SettingSpec::Kind::Text ? "" : " (" + runtime::allowed_values(s) + ")";
+    std::string allowed = s.kind == ir::SettingSpec::Kind::Text ? "" : " (" + ir::allowed_values(s) + ")";
     std::printf("  %-23s %-18s %s%s%s\n", s.name, shown.c_str(), s.help, allowed.c_str(),
                 err.empty() ? "" : "  <- INVALID");
   }
   for (char** e = environ; *e; e++) {
     std::string kv = *e, name = kv.substr(0, kv.find('='));
-    if (name.rfind("KILN_", 0) == 0 && !runtime::find_setting(name))
+    if (name.rfind("KILN_", 0) == 0 && !ir::find_setting(name))
       std::printf("  %-23s %-18s unknown: kiln reads no such variable\n", name.c_str(),
                   kv.substr(name.size() + 1).c_str());
   }
@@ -57,8 +56,8 @@ std::string print_settings() {
 int info(int argc, char**) {
   if (argc > 2) throw Error("kiln info: takes no options");
   std::printf("kiln %s\n", KILN_VERSION);
-  for (const auto& s : runtime::setting_specs())
-    if (!runtime::setting_error(s, env(s.name)).empty()) {  // kiln refuses to run: say why, first
+  for (const auto& s : ir::setting_specs())
+    if (!ir::setting_error(s, env(s.name)).empty()) {  // kiln refuses to run: say why, first
       std::string err = print_settings();
       std::fprintf(stderr, "%s\n", err.c_str());
       return 2;

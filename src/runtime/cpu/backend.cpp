@@ -1,5 +1,5 @@
 // The CPU backend (runtime/backend.h): pooled host memory, C programs built by the system compiler
-// and loaded with dlopen (runtime/program_cache.h), run in this process on the thread pool.
+// and loaded with dlopen (runtime/cpu/program_cache.h), run in this process on the thread pool.
 #include "runtime/backend.h"
 
 #include <chrono>
@@ -10,7 +10,7 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
-#include "runtime/program_cache.h"
+#include "runtime/cpu/program_cache.h"
 #include "runtime/thread_pool.h"
 
 namespace kiln::runtime {

@@ -8,8 +8,8 @@
 
 #include "kiln/debug.h"
 #include "runtime/cache_dir.h"
+#include "runtime/cpu/program_cache.h"
 #include "runtime/file_util.h"
-#include "runtime/program_cache.h"
 #include "tile/cpu/launch_state.h"
 
 namespace kiln::tile::cpu {

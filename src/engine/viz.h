@@ -11,7 +11,7 @@
 #include "kiln/device.h"
 #include "schedule/schedule.h"
 
-namespace kiln::runtime::viz {
+namespace kiln::engine::viz {
 
 bool enabled();             // KILN_VIZ is set
 std::string output_path();  // KILN_VIZ_OUT, default kiln_viz.html
@@ -36,4 +36,4 @@ class Record {
 // The HTML page around the recorded data (a JSON array, one object per realize).
 std::string page(const std::string& data_json);
 
-}  // namespace kiln::runtime::viz
+}  // namespace kiln::engine::viz

@@ -1,19 +1,19 @@
 // Settings from the environment (every KILN_* variable, declared once in the table below, parsed
 // strictly) and runtime counters.
-#include "runtime/settings.h"
+#include "ir/settings.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <thread>
 
+#include "ir/cache_paths.h"
 #include "kiln/device.h"
 #include "kiln/error.h"
-#include "runtime/cache_dir.h"
 
 namespace kiln {
 
-namespace runtime {
+namespace ir {
 
 int hardware_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
@@ -168,10 +168,10 @@ Settings settings_from(const std::function<const char*(const char*)>& get) {
   return r;
 }
 
-}  // namespace runtime
+}  // namespace ir
 
 Settings& settings() {
-  static Settings s = runtime::settings_from([](const char* name) { return std::getenv(name); });
+  static Settings s = ir::settings_from([](const char* name) { return std::getenv(name); });
   return s;
 }
 

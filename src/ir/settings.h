@@ -8,7 +8,7 @@
 
 #include "kiln/debug.h"
 
-namespace kiln::runtime {
+namespace kiln::ir {
 
 struct SettingSpec {
   enum class Kind { Flag, Int, Choice, Device, Text };
@@ -37,4 +37,4 @@ std::string setting_error(const SettingSpec& spec, const std::string& value);
 // kiln::Error for the first invalid variable (setting_error's message).
 Settings settings_from(const std::function<const char*(const char*)>& get);
 
-}  // namespace kiln::runtime
+}  // namespace kiln::ir

@@ -1,6 +1,6 @@
 // Reference interpreter: evaluates tensor-level graphs straight from the IR, element by element,
 // implementing the "Tensor-level semantics" comment in ir/ops.h exactly.
-#include "runtime/interpreter.h"
+#include "engine/interpreter.h"
 
 #include <algorithm>
 #include <cmath>

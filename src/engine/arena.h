@@ -8,7 +8,7 @@
 #include "runtime/buffer.h"
 #include "schedule/memory_plan.h"
 
-namespace kiln::runtime {
+namespace kiln::engine {
 
 struct OutputBuffers {
   std::shared_ptr<Buffer> arena;                           // null when nothing is planned
@@ -18,4 +18,4 @@ struct OutputBuffers {
 
 OutputBuffers allocate_outputs(const schedule::Schedule& s, const schedule::MemoryPlan& plan, Device device);
 
-}  // namespace kiln::runtime
+}  // namespace kiln::engine

@@ -1,6 +1,6 @@
 // The compiler viewer's recorder (see viz.h): each realize becomes one JSON object, and the page
 // holding all of them so far is written atomically after every realize, so a crash leaves a page.
-#include "runtime/viz.h"
+#include "engine/viz.h"
 
 #include <cstdio>
 #include <mutex>
@@ -11,7 +11,7 @@
 #include "kiln/error.h"
 #include "runtime/file_util.h"
 
-namespace kiln::runtime::viz {
+namespace kiln::engine::viz {
 
 using ir::Node;
 using ir::NodeRef;
@@ -209,10 +209,10 @@ void Record::finish(double schedule_ms) {
                      ",\"debug\":" + std::to_string(settings().debug) +
                      ",\"realizes\":" + list(p.records, [](auto& r) { return r; }) + "}";
   try {
-    write_file_atomic(output_path(), page(data));
+    runtime::write_file_atomic(output_path(), page(data));
   } catch (const Error& e) {
     throw Error(std::string("kiln.viz: cannot write the compiler viewer page (KILN_VIZ_OUT): ") + e.what());
   }
 }
 
-}  // namespace kiln::runtime::viz
+}  // namespace kiln::engine::viz

@@ -7,7 +7,7 @@
 #include "ir/node.h"
 #include "schedule/schedule.h"
 
-namespace kiln::runtime {
+namespace kiln::engine {
 
 // Unrealized non-root nodes under `roots` (not below realized nodes) that something outside this
 // graph refers to (a Tensor handle, a lazy graph that is not being realized, a container, a graph
@@ -26,4 +26,4 @@ std::unordered_set<const ir::Node*> surviving_outputs(const schedule::Schedule& 
                                                       const std::vector<ir::NodeRef>& rewritten_roots,
                                                       const std::vector<ir::NodeRef>& held_images);
 
-}  // namespace kiln::runtime
+}  // namespace kiln::engine

@@ -1,12 +1,13 @@
-// realize: the driver of the pipeline. Graph rewrites -> schedule -> lower (cached) -> compile
-// (cached) -> run on the thread pool -> (KILN_VALIDATE) check each kernel against the interpreter.
+// realize: the driver of the pipeline, as named stages (engine/stages.h): graph rewrites ->
+// schedule -> lower (cached) -> compile (the backend, cached) -> memory plan -> bind -> run ->
+// (KILN_VALIDATE) check each kernel against the interpreter.
 #pragma once
 #include <vector>
 
 #include "ir/node.h"
 #include "kiln/device.h"
 
-namespace kiln::runtime {
+namespace kiln::engine {
 
 // After this, every root has node->buffer set.
 void realize(const std::vector<ir::NodeRef>& roots, Device device);
@@ -15,4 +16,4 @@ void realize(const std::vector<ir::NodeRef>& roots, Device device);
 // builds Tensors) must not start another realize from there.
 bool realizing();
 
-}  // namespace kiln::runtime
+}  // namespace kiln::engine

@@ -1,7 +1,7 @@
 // Output buffers of a schedule, from its memory plan (see arena.h).
-#include "runtime/arena.h"
+#include "engine/arena.h"
 
-namespace kiln::runtime {
+namespace kiln::engine {
 
 OutputBuffers allocate_outputs(const schedule::Schedule& s, const schedule::MemoryPlan& plan, Device device) {
   OutputBuffers b;
@@ -24,4 +24,4 @@ OutputBuffers allocate_outputs(const schedule::Schedule& s, const schedule::Memo
   return b;
 }
 
-}  // namespace kiln::runtime
+}  // namespace kiln::engine

@@ -1,9 +1,9 @@
 // Kernel outputs that outlive their schedule (see survivors.h).
-#include "runtime/survivors.h"
+#include "engine/survivors.h"
 
 #include <unordered_map>
 
-namespace kiln::runtime {
+namespace kiln::engine {
 
 using ir::Node;
 using ir::NodeRef;
@@ -49,4 +49,4 @@ std::unordered_set<const Node*> surviving_outputs(const schedule::Schedule& s,
   return survivors;
 }
 
-}  // namespace kiln::runtime
+}  // namespace kiln::engine

@@ -1,8 +1,8 @@
 // The compiler viewer's page (see viz.h): one self-contained HTML file, its style and script inline
 // and the recorded realizes embedded as JSON; it needs no network and no server.
-#include "runtime/viz.h"
+#include "engine/viz.h"
 
-namespace kiln::runtime::viz {
+namespace kiln::engine::viz {
 
 namespace {
 
@@ -174,4 +174,4 @@ try {
 
 std::string page(const std::string& data_json) { return kHead + data_json + kTail; }
 
-}  // namespace kiln::runtime::viz
+}  // namespace kiln::engine::viz

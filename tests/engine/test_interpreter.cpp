@@ -7,9 +7,9 @@
 #include <memory>
 #include <vector>
 
+#include "engine/interpreter.h"
 #include "kiln/error.h"
 #include "runtime/buffer.h"
-#include "runtime/interpreter.h"
 
 namespace kiln {
 namespace {

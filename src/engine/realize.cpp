@@ -1,0 +1,68 @@
+// The realize driver (see realize.h): the stages in order, and the KILN_DEBUG=1 summary.
+#include "engine/realize.h"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "engine/stages.h"
+#include "engine/viz.h"
+#include "kiln/debug.h"
+#include "runtime/backend.h"
+
+namespace kiln::engine {
+
+namespace {
+
+thread_local int t_realizing = 0;
+
+double ms_since(std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1) {
+  return std::chrono::duration<double>(t1 - t0).count() * 1e3;
+}
+
+// KILN_DEBUG=1: one line per realize: kernels, where their programs came from, memory, host time.
+void summarize(size_t kernels, const Stats& before, const Memory& m, double host_ms) {
+  Stats& now = stats();
+  std::fprintf(stderr,
+               "kiln: scheduled %zu kernels (programs: %lld from memory, %lld from disk, %lld compiled), "
+               "%.2f MB new buffers, planned peak %.2f MB (no reuse: %.2f MB), %.3f ms to schedule and "
+               "compile\n",
+               kernels, static_cast<long long>(now.memory_cache_hits - before.memory_cache_hits),
+               static_cast<long long>(now.disk_cache_hits - before.disk_cache_hits),
+               static_cast<long long>(now.kernels_compiled - before.kernels_compiled),
+               static_cast<double>(m.buffers.own_bytes + m.plan.arena_bytes) / 1e6, m.plan.arena_bytes / 1e6,
+               m.plan.no_reuse_bytes / 1e6, host_ms);
+}
+
+}  // namespace
+
+bool realizing() { return t_realizing > 0; }
+
+void realize(const std::vector<ir::NodeRef>& roots, Device device) {
+  struct Scope {
+    Scope() { t_realizing++; }
+    ~Scope() { t_realizing--; }
+  } scope;
+  auto t0 = std::chrono::steady_clock::now();
+  Rewritten g = rewrite(roots);
+  runtime::Backend& b = runtime::backend(device);
+  schedule::Schedule sched = schedule_kernels(g.roots, b);
+  Lowerings lowered = lower(sched, b);
+  // the compiler viewer records the graphs before any kernel output is attached to them
+  std::unique_ptr<viz::Record> rec =
+      viz::enabled() ? std::make_unique<viz::Record>(roots, g.roots, sched, lowered, device) : nullptr;
+  Stats before = stats();
+  std::vector<runtime::Launch> programs = b.load(lowered);  // compile, through the backend's cache
+  Memory mem = plan_memory(sched, g, device);
+  auto t1 = std::chrono::steady_clock::now();
+  std::vector<Bound> bound = bind_launches(sched, lowered, programs, mem, b, device);
+  run(sched, lowered, bound, mem, b, rec.get());
+  release(sched, mem);
+  // roots the rewrites turned into other (already computed) nodes share their buffers
+  for (size_t i = 0; i < roots.size(); i++)
+    if (!roots[i]->buffer) ir::set_buffer(*roots[i], g.roots[i]->buffer);
+  if (rec) rec->finish(ms_since(t0, t1));
+  if (settings().debug >= 1) summarize(sched.kernels.size(), before, mem, ms_since(t0, t1));
+}
+
+}  // namespace kiln::engine

@@ -1,0 +1,15 @@
+// The schedule stage (see stages.h).
+#include "engine/stages.h"
+#include "engine/viz.h"
+#include "kiln/debug.h"
+
+namespace kiln::engine {
+
+schedule::Schedule schedule_kernels(const std::vector<ir::NodeRef>& rewritten, const runtime::Backend& b) {
+  schedule::Schedule s = schedule::make_schedule(
+      rewritten, {.library_gemm = !b.gemm_library().empty(), .explain = viz::enabled()});
+  stats().schedules++;
+  return s;
+}
+
+}  // namespace kiln::engine
