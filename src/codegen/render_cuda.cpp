@@ -33,8 +33,8 @@ __device__ __forceinline__ float kiln_h2f(uint16_t h) { float f; asm("cvt.f32.f1
 __device__ __forceinline__ uint16_t kiln_f2h(float f) { uint16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ float kiln_bf2f(uint16_t h) { return __uint_as_float(((uint32_t)h) << 16); }
 __device__ __forceinline__ uint16_t kiln_f2bf(float f) { uint16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-/* a thread's N consecutive elements: one 16-byte access for N * sizeof(T) = 16 */
-template <class T, int N> struct alignas(N * sizeof(T)) kiln_vec { T v[N]; };
+/* a thread's 4 consecutive elements: one 16-byte access for 4-byte types */
+template <class T> struct alignas(4 * sizeof(T)) kiln_v4 { T v[4]; };
 template <class T, class F> __device__ __forceinline__ T kiln_bitcast(F f) { union { F f; T t; } u; u.f = f; return u.t; }
 template <class T> __device__ __forceinline__ T kiln_shfl(T v, int o) {
   if constexpr (sizeof(T) < 4) return (T)__shfl_xor_sync(0xffffffffu, (int)v, o);
@@ -199,19 +199,13 @@ class CudaRenderer : public RendererBase {
   }
 
   // --- lanes (see render_cuda.h) ---
-  static constexpr int kMaxLanes = 8;
-  // 4 lanes; 8 where an elementwise kernel stores 16-bit values (16-byte stores)
-  int lanes_n_ = 4;
+  static constexpr int kLanes = 4;
 
   // Elementwise kernels of output loops alone lane their innermost loop; BlockReduce kernels whose
   // blocks own their outputs lane each loop split over the threads. A laned loop's size is a
-  // multiple of the lane count, so lane 0's index is a multiple of it too.
+  // multiple of kLanes, so lane 0's index is a multiple of kLanes too.
   void plan_lanes(CudaLaunch& l, const std::vector<size_t>& globals) {
-    if (l.kind == CudaLaunch::Kind::Elementwise &&
-        std::all_of(p_.insts.begin(), p_.insts.end(),
-                    [&](const Inst& in) { return in.op != Op::STORE || dtype_size(global_dtype(in)) == 2; }))
-      lanes_n_ = 8;
-    auto lane_size = [&](size_t r) { return p_.insts[r].arg[1] % lanes_n_ == 0; };
+    auto lane_size = [&](size_t r) { return p_.insts[r].arg[1] % kLanes == 0; };
     if (l.kind == CudaLaunch::Kind::Elementwise) {
       for (auto& in : p_.insts)  // (an adding store is one atomic per element)
         if ((in.op == Op::RANGE && in.arg[2] != ir::kGlobalRange) || in.op == Op::DEFINE_ACC ||
@@ -262,7 +256,7 @@ class CudaRenderer : public RendererBase {
       }
     }
     lanes_.assign(p_.insts.size(), {});
-    if (!laned_.empty()) l.lanes = lanes_n_;
+    if (!laned_.empty()) l.lanes = kLanes;
   }
 
   // How an integer value moves from one lane to the next (nullopt: not by a fixed step).
@@ -284,12 +278,12 @@ class CudaRenderer : public RendererBase {
     return std::nullopt;
   }
 
-  // Whether an integer value is a multiple of the lane count in lane 0.
+  // Whether an integer value is a multiple of kLanes in lane 0.
   bool lane_aligned(int i) const {
     const Inst& in = p_.insts[static_cast<size_t>(i)];
     switch (in.op) {
       case Op::RANGE: return laned_.count(static_cast<size_t>(i)) > 0;
-      case Op::CONST: return !is_float(in.dtype) && in.arg.at(0) % lanes_n_ == 0;
+      case Op::CONST: return !is_float(in.dtype) && in.arg.at(0) % kLanes == 0;
       case Op::ADD: return lane_aligned(in.src[0]) && lane_aligned(in.src[1]);
       case Op::MUL: return lane_aligned(in.src[0]) || lane_aligned(in.src[1]);
       case Op::CAST: return !is_float(in.dtype) && dtype_size(in.dtype) >= 4 && lane_aligned(in.src[0]);
@@ -297,7 +291,7 @@ class CudaRenderer : public RendererBase {
     }
   }
 
-  // A LOAD or STORE whose lanes' elements are one vector access.
+  // A LOAD or STORE whose kLanes elements are one vector access.
   bool vector_access(const Inst& in) const {
     size_t bytes = dtype_size(global_dtype(in));
     bool plain = in.op == Op::LOAD ? in.src.size() == 2 : in.src.size() == 3;
@@ -315,31 +309,30 @@ class CudaRenderer : public RendererBase {
     bool load = in.op == Op::LOAD && (cached == row_cache_.end() || fill), store = in.op == Op::STORE;
     if ((load || store) && vector_access(in)) {
       std::string st = storage_type(global_dtype(in)), vec = "vec" + std::to_string(i);
-      std::string vt = "kiln_vec<" + st + ", " + std::to_string(lanes_n_) + ">";
-      std::string at =
-          "*(" + std::string(load ? "const " : "") + vt + "*)(" + v(in.src[0]) + " + " + v(in.src[1]) + ")";
+      std::string at = "*(" + std::string(load ? "const " : "") + "kiln_v4<" + st + ">*)(" + v(in.src[0]) +
+                       " + " + v(in.src[1]) + ")";
       if (load) {
-        out("const " + vt + " " + vec + " = " + at + ";");
+        out("const kiln_v4<" + st + "> " + vec + " = " + at + ";");
         DType t = global_dtype(in);
-        for (int k = 0; k < lanes_n_; k++) {
+        for (int k = 0; k < kLanes; k++) {
           std::string raw = vec + ".v[" + std::to_string(k) + "]";
           suffix_ = "_" + std::to_string(k);
           def(i, "val", is_half(t) ? half_to_float(t, raw) : raw);
           lanes_[u][static_cast<size_t>(k)] = v(i);
         }
         suffix_.clear();
-        for (int k = 0; k < lanes_n_ && fill; k++)
+        for (int k = 0; k < kLanes && fill; k++)
           in_lane(k, [&] { out(slot(i) + " = " + lanes_[u][static_cast<size_t>(k)] + ";"); });
         names_[u] = lanes_[u][0];
         return;
       }
-      out(vt + " " + vec + ";");
-      for (int k = 0; k < lanes_n_; k++)
+      out("kiln_v4<" + st + "> " + vec + ";");
+      for (int k = 0; k < kLanes; k++)
         in_lane(k, [&] { out(vec + ".v[" + std::to_string(k) + "] = " + store_value(in) + ";"); });
       out(at + " = " + vec + ";");
       return;
     }
-    for (int k = 0; k < lanes_n_; k++)
+    for (int k = 0; k < kLanes; k++)
       in_lane(k, [&] {
         suffix_ = "_" + std::to_string(k);
         line(i);
@@ -365,7 +358,7 @@ class CudaRenderer : public RendererBase {
   void set_range_lanes(int i) {
     size_t u = static_cast<size_t>(i);
     if (!laned_.count(u)) return;
-    for (int k = 0; k < lanes_n_; k++)
+    for (int k = 0; k < kLanes; k++)
       lanes_[u][static_cast<size_t>(k)] =
           k == 0 ? names_[u] : "(" + names_[u] + " + " + std::to_string(k) + ")";
   }
@@ -445,7 +438,7 @@ class CudaRenderer : public RendererBase {
     if (inner_.count(static_cast<size_t>(i))) {  // a row's output loop: over the block's threads
       std::string n = "gidx" + std::to_string(in.arg[0]);
       names_[static_cast<size_t>(i)] = n;
-      std::string w = laned_.count(static_cast<size_t>(i)) ? " * " + std::to_string(lanes_n_) : "";
+      std::string w = laned_.count(static_cast<size_t>(i)) ? " * " + std::to_string(kLanes) : "";
       out("for (int64_t " + n + " = threadIdx.x" + w + "; " + n + " < " + std::to_string(in.arg[1]) + "LL; " +
           n + " += blockDim.x" + w + ") {");
       set_range_lanes(i);
@@ -484,7 +477,7 @@ class CudaRenderer : public RendererBase {
           " += (int64_t)blockDim.x * " + std::to_string(split_count_) + ") {");
     else if (split) {
       // the loop that fills the shared row: each thread keeps several loads in flight
-      std::string w = laned_.count(static_cast<size_t>(i)) ? " * " + std::to_string(lanes_n_) : "";
+      std::string w = laned_.count(static_cast<size_t>(i)) ? " * " + std::to_string(kLanes) : "";
       if (fills_.count(static_cast<size_t>(i))) out("#pragma unroll 8");
       out("for (int64_t " + n + " = threadIdx.x" + w + "; " + n + " < " + size + "; " + n + " += blockDim.x" +
           w + ") {");
@@ -615,9 +608,9 @@ class CudaRenderer : public RendererBase {
   int64_t chunk_ = 0;  // ColumnReduce: reduce steps per chunk
   bool column_ = false;
   int64_t counters_offset_ = 0;
-  std::set<size_t> laned_;    // RANGEs whose lanes_n_ consecutive values one thread takes
+  std::set<size_t> laned_;    // RANGEs whose kLanes consecutive values one thread takes
   std::vector<int> lane_of_;  // per instruction: the laned RANGE its value varies with, or -1
-  std::vector<std::array<std::string, kMaxLanes>> lanes_;  // a varying value's name in each lane
+  std::vector<std::array<std::string, kLanes>> lanes_;  // a varying value's name in each lane
 };
 
 }  // namespace

@@ -26,7 +26,7 @@ class CudaBackend : public Backend {
     limits_ = {.max_threads_per_block = c.max_threads_per_block,
                .shared_per_block = c.shared_per_block_optin,
                .warp_size = 32,
-               .vector_bytes = 16,  // kiln_vec of 4 4-byte values
+               .vector_bytes = 16,  // kiln_v4 of 4-byte values
                .cores = c.info.multiprocessors,
                .l2_bytes = c.l2_bytes};
     mma_16bit_ = c.info.major >= 8;  // mma.sync on 16-bit floats (sm_80 and later)
