@@ -2,6 +2,8 @@
 // the lowered linear programs the C renderer would render run by a plain interpreter (program.h)
 // on the calling thread. No compiler, deterministic, slow: the oracle the code generator's C and
 // CUDA renderings are checked against, and where a load or store outside its buffer is an error.
+#include "runtime/backend.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -12,7 +14,6 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
-#include "runtime/backend.h"
 #include "runtime/ref/program.h"
 
 namespace kiln::runtime {
@@ -56,7 +57,7 @@ class RefLauncher : public Launcher {
  public:
   explicit RefLauncher(const Blocks& blocks) : blocks_(blocks) {}
   void launch(const Launch& l, void** args) override {
-    const auto& d = *static_cast<const ref::Decoded*>(l.program);
+    const auto& d = *static_cast<const ref_device::Decoded*>(l.program);
     std::vector<int64_t> elems(d.globals.size());
     for (size_t k = 0; k < elems.size(); k++)
       elems[k] = static_cast<int64_t>(blocks_.reach(args[k]) / static_cast<size_t>(dtype_size(d.globals[k])));
@@ -66,7 +67,7 @@ class RefLauncher : public Launcher {
                     " bytes of argument 0, which holds fewer");
       std::memset(args[0], 0, static_cast<size_t>(l.zero_bytes));
     }
-    ref::execute(d, args, elems.data(), 0, l.outer_size);
+    ref_device::execute(d, args, elems.data(), 0, l.outer_size);
     stats().kernels_run++;
   }
 
@@ -115,14 +116,15 @@ class RefBackend : public Backend {
       std::lock_guard<std::mutex> l(mu_);
       auto it = programs_.find(low->source);
       if (it == programs_.end()) {
-        kept_.push_back(std::make_unique<const ref::Decoded>(ref::decode(low->program)));
+        kept_.push_back(std::make_unique<const ref_device::Decoded>(ref_device::decode(low->program)));
         it = programs_.emplace(low->source, kept_.back().get()).first;
         stats().kernels_compiled++;
         decoded++;
       } else {
         stats().memory_cache_hits++;
       }
-      out.push_back(Launch::of(*low, Device{Device::Kind::REF, 0}, const_cast<ref::Decoded*>(it->second)));
+      out.push_back(
+          Launch::of(*low, Device{Device::Kind::REF, 0}, const_cast<ref_device::Decoded*>(it->second)));
     }
     if (settings().debug >= 1 && decoded > 0)
       std::fprintf(stderr, "kiln: device ref: %d of %zu programs decoded for the interpreter\n", decoded,
@@ -144,13 +146,14 @@ class RefBackend : public Backend {
   Blocks* blocks_ = new Blocks();  // outlives static destructors that free buffers
   RefLauncher launcher_{*blocks_};
   std::mutex mu_;
-  std::unordered_map<std::string, const ref::Decoded*> programs_;
-  std::vector<std::unique_ptr<const ref::Decoded>> kept_;
+  std::unordered_map<std::string, const ref_device::Decoded*> programs_;
+  std::vector<std::unique_ptr<const ref_device::Decoded>> kept_;
 };
 
 std::unique_ptr<Backend> make_ref(int index) {
   if (index != 0)
-    throw Error("kiln: no device ref:" + std::to_string(index) + " (the reference interpreter is device ref)");
+    throw Error("kiln: no device ref:" + std::to_string(index) +
+                " (the reference interpreter is device ref)");
   return std::make_unique<RefBackend>();
 }
 

@@ -10,7 +10,7 @@
 #include "kiln/error.h"
 #include "runtime/ref/program.h"
 
-namespace kiln::runtime::ref {
+namespace kiln::runtime::ref_device {
 
 namespace {
 
@@ -37,6 +37,13 @@ int64_t wrap(int64_t v, DType t) {
     default: return v;
   }
 }
+
+// An accumulator with one register per lane (DEFINE_ACC {op, lanes, (lane id, size)...}): its
+// first register, and each lane loop's id with its stride in the row-major lane index.
+struct Laned {
+  int32_t base;
+  std::vector<std::pair<int64_t, int64_t>> lanes;
+};
 
 // How an instruction is computed: as itself, or fused with its source the way the C renderer does.
 enum class Form { Plain, Fma, Div, Exp, Dead };
@@ -116,7 +123,8 @@ class Decoder {
       }
       needed[j] = true;
       for (int s : reads[j]) {
-        if (s < 0 || static_cast<size_t>(s) >= j) fail(static_cast<int>(j), "a source is not an earlier instruction");
+        if (s < 0 || static_cast<size_t>(s) >= j)
+          fail(static_cast<int>(j), "a source is not an earlier instruction");
         needed[static_cast<size_t>(s)] = true;
       }
     }
@@ -136,18 +144,29 @@ class Decoder {
   // The register holding instruction i's value here; a laned accumulator's lane is copied out first.
   int32_t value(int user, int i) {
     if (inst(i).op == Op::DEFINE_GLOBAL) fail(user, "a buffer is used as a value");
+    if (inst(i).op == Op::RANGE) return loop_var(user, inst(i).arg[2], inst(i).arg[0]);
     int32_t r = reg_[static_cast<size_t>(i)];
     if (r < 0) fail(user, "source " + std::to_string(i) + " has no value here");
     auto l = laned_.find(i);
-    if (l != laned_.end()) add(Code::LANE_READ, inst(i).dtype, r, l->second.first, 0, 0, l->second.second);
+    if (l != laned_.end())
+      add(Code::LANE_READ, inst(i).dtype, r, l->second.base, 0, 0, lane_index(user, l->second));
     return r;
   }
 
-  // A loop variable: one register per loop kind and id, as the C renderer names them (gidx3, uidx5).
-  int32_t loop_reg(int64_t kind, int64_t id) {
-    auto [it, added] = loop_regs_.emplace(std::make_pair(kind, id), 0);
-    if (added) it->second = new_reg();
-    return it->second;
+  // A loop variable by its C name (gidx3, uidx5): the innermost open loop of that kind and id (a lane
+  // loop opened again inside one of the same id shadows it, as in C).
+  int32_t loop_var(int user, int64_t kind, int64_t id) {
+    auto it = loops_.find({kind, id});
+    if (it == loops_.end() || it->second.empty()) fail(user, "uses a loop variable outside its loop");
+    return it->second.back();
+  }
+
+  // The lane of accumulator `a` here: a lane index over the lane loops open at this point.
+  int32_t lane_index(int user, const Laned& a) {
+    LaneIndex li;
+    for (auto [id, stride] : a.lanes) li.terms.push_back({loop_var(user, ir::kUpcastRange, id), stride});
+    d_.lane_indices.push_back(std::move(li));
+    return static_cast<int32_t>(d_.lane_indices.size() - 1);
   }
 
   int global(int user, int src) {
@@ -176,9 +195,10 @@ class Decoder {
       }
       case Op::RANGE: {
         if (in.arg.size() < 4) fail(i, "a RANGE needs {id, size, kind, outer}");
-        int32_t var = loop_reg(in.arg[2], in.arg[0]);
+        int32_t var = new_reg();
         int32_t lo = in.arg[3] ? d_.start : const_reg(0), hi = in.arg[3] ? d_.end : const_reg(in.arg[1]);
-        open_.push_back({d_.steps.size(), var, hi});  // the jump past the loop is set at its ENDRANGE
+        open_.push_back({d_.steps.size(), var, hi, {in.arg[2], in.arg[0]}});  // its exit is set at ENDRANGE
+        loops_[{in.arg[2], in.arg[0]}].push_back(var);
         add(Code::RANGE, DType::I64, var, lo, hi);
         reg_[ui] = var;
         return;
@@ -187,6 +207,7 @@ class Decoder {
         if (open_.empty()) fail(i, "closes no RANGE");
         Open o = open_.back();
         open_.pop_back();
+        loops_[o.name].pop_back();
         add(Code::ENDRANGE, DType::I64, o.var, 0, o.hi, 0, static_cast<int32_t>(o.step + 1));
         d_.steps[o.step].imm = static_cast<int32_t>(d_.steps.size());
         return;
@@ -219,15 +240,14 @@ class Decoder {
           if (in.arg.size() % 2 != 0 || lanes < 1) fail(i, "its lanes are not {count, (id, size)...}");
           int32_t base = static_cast<int32_t>(d_.registers.size());
           d_.registers.resize(d_.registers.size() + static_cast<size_t>(lanes), Value{.i = 0});
-          LaneIndex li;
+          Laned a{base, {}};
           int64_t stride = 1;
           for (size_t k = in.arg.size() - 2; k >= 2; k -= 2) {
-            li.terms.insert(li.terms.begin(), {loop_reg(ir::kUpcastRange, in.arg[k]), stride});
+            a.lanes.insert(a.lanes.begin(), {in.arg[k], stride});
             stride *= in.arg[k + 1];
           }
           if (stride != lanes) fail(i, "its lane sizes do not multiply to its lane count");
-          d_.lane_indices.push_back(std::move(li));
-          laned_[i] = {base, static_cast<int32_t>(d_.lane_indices.size() - 1)};
+          laned_[i] = std::move(a);
           add(Code::LANE_FILL, in.dtype, base, init, 0, 0, static_cast<int32_t>(lanes));
         } else {
           add(Code::COPY, in.dtype, reg_[ui], init);
@@ -244,7 +264,8 @@ class Decoder {
       if (l != laned_.end()) laned_[i] = l->second;
       reg_[ui] = r;
       alu(i, r);  // reads the accumulator (its lane) like any source
-      if (l != laned_.end()) add(Code::LANE_WRITE, in.dtype, l->second.first, r, 0, 0, l->second.second);
+      if (l != laned_.end())
+        add(Code::LANE_WRITE, in.dtype, l->second.base, r, 0, 0, lane_index(i, l->second));
       return;
     }
     reg_[ui] = new_reg();
@@ -278,8 +299,10 @@ class Decoder {
       case Op::TRUNC: return pick(Code::TRUNC_F, Code::TRUNC_D, none);
       case Op::RECIP: return pick(Code::RECIP_F, Code::RECIP_D, none);
       case Op::CAST:
-        add(kf == Kind::F ? Code::CAST_F : kf == Kind::D ? Code::CAST_D : Code::CAST_I, t, dst, r[0], 0, 0, 0,
-            from);
+        add(kf == Kind::F   ? Code::CAST_F
+            : kf == Kind::D ? Code::CAST_D
+                            : Code::CAST_I,
+            t, dst, r[0], 0, 0, 0, from);
         return;
       case Op::BITCAST:
         if (t == DType::F16 || t == DType::BF16 || from == DType::F16 || from == DType::BF16)
@@ -315,6 +338,7 @@ class Decoder {
   struct Open {
     size_t step;  // the RANGE step
     int32_t var, hi;
+    std::pair<int64_t, int64_t> name;  // {kind, id}
   };
 
   const Program& p_;
@@ -322,8 +346,8 @@ class Decoder {
   std::vector<Form> form_;
   std::vector<std::vector<int>> reads_;  // the sources each instruction's steps read
   std::vector<int32_t> reg_;             // each instruction's register (-1: none yet)
-  std::map<int, std::pair<int32_t, int32_t>> laned_;  // laned accumulator: {first lane, lane index}
-  std::map<std::pair<int64_t, int64_t>, int32_t> loop_regs_;
+  std::map<int, Laned> laned_;           // by DEFINE_ACC (and its accumulates)
+  std::map<std::pair<int64_t, int64_t>, std::vector<int32_t>> loops_;  // {kind, id}: open loops' variables
   std::vector<Open> open_;
   int32_t one_ = 0;  // a register holding 1: the gate of an ungated load
 };
@@ -332,4 +356,4 @@ class Decoder {
 
 Decoded decode(const Program& p) { return Decoder(p).run(); }
 
-}  // namespace kiln::runtime::ref
+}  // namespace kiln::runtime::ref_device

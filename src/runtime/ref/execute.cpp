@@ -9,7 +9,7 @@
 #include "runtime/ref/float_math.h"
 #include "runtime/ref/program.h"
 
-namespace kiln::runtime::ref {
+namespace kiln::runtime::ref_device {
 
 namespace {
 
@@ -115,16 +115,19 @@ void store(void* base, int64_t k, DType t, Value v) {
 
 // The element after adding v into it (a scatter's STORE {1}): f32, f64 and integers.
 Value added(Value old, Value v, DType t) {
-  if (t == DType::F32) old.f += v.f;
-  else if (t == DType::F64) old.d += v.d;
-  else old.i = wrap(old.u + v.u, t);
+  if (t == DType::F32)
+    old.f += v.f;
+  else if (t == DType::F64)
+    old.d += v.d;
+  else
+    old.i = wrap(old.u + v.u, t);
   return old;
 }
 
 [[noreturn]] void out_of_bounds(const Decoded& d, const char* what, int arg, int64_t k, int64_t elems) {
   throw Error("kiln.ref: kernel " + d.name + " " + what + " element " + std::to_string(k) + " of argument " +
-              std::to_string(arg) + " (" + dtype_name(d.globals[static_cast<size_t>(arg)]) + "), which holds " +
-              std::to_string(elems) + " elements");
+              std::to_string(arg) + " (" + dtype_name(d.globals[static_cast<size_t>(arg)]) +
+              "), which holds " + std::to_string(elems) + " elements");
 }
 
 }  // namespace
@@ -159,15 +162,18 @@ void execute(const Decoded& d, void* const* args, const int64_t* elems, int64_t 
           o.i = 0;  // all-zero bits: 0 in every kind
           break;
         }
-        if (static_cast<uint64_t>(a.i) >= static_cast<uint64_t>(elems[s.imm])) out_of_bounds(d, "loads", s.imm, a.i, elems[s.imm]);
+        if (static_cast<uint64_t>(a.i) >= static_cast<uint64_t>(elems[s.imm]))
+          out_of_bounds(d, "loads", s.imm, a.i, elems[s.imm]);
         o = load(args[s.imm], a.i, s.type);
         break;
       case Code::STORE:
-        if (static_cast<uint64_t>(a.i) >= static_cast<uint64_t>(elems[s.imm])) out_of_bounds(d, "stores", s.imm, a.i, elems[s.imm]);
+        if (static_cast<uint64_t>(a.i) >= static_cast<uint64_t>(elems[s.imm]))
+          out_of_bounds(d, "stores", s.imm, a.i, elems[s.imm]);
         store(args[s.imm], a.i, s.type, b);
         break;
       case Code::STORE_ADD:
-        if (static_cast<uint64_t>(a.i) >= static_cast<uint64_t>(elems[s.imm])) out_of_bounds(d, "adds into", s.imm, a.i, elems[s.imm]);
+        if (static_cast<uint64_t>(a.i) >= static_cast<uint64_t>(elems[s.imm]))
+          out_of_bounds(d, "adds into", s.imm, a.i, elems[s.imm]);
         store(args[s.imm], a.i, s.type, added(load(args[s.imm], a.i, s.type), b, s.type));
         break;
       case Code::COPY: o = a; break;
@@ -225,28 +231,36 @@ void execute(const Decoded& d, void* const* args, const int64_t* elems, int64_t 
       case Code::ADD_I: o.i = wrap(a.u + b.u, s.type); break;
       case Code::MUL_I: o.i = wrap(a.u * b.u, s.type); break;
       case Code::IDIV_I:
-        if (b.i == 0) o.i = 0;
-        else if (s.type == DType::U64) o.u = a.u / b.u;
-        else o.i = wrap(b.i == -1 ? 0 - a.u : static_cast<uint64_t>(a.i / b.i), s.type);  // -MIN wraps
+        if (b.i == 0)
+          o.i = 0;
+        else if (s.type == DType::U64)
+          o.u = a.u / b.u;
+        else
+          o.i = wrap(b.i == -1 ? 0 - a.u : static_cast<uint64_t>(a.i / b.i), s.type);  // -MIN wraps
         break;
       case Code::MOD_I:
-        if (b.i == 0 || (b.i == -1 && s.type != DType::U64)) o.i = 0;
-        else if (s.type == DType::U64) o.u = a.u % b.u;
-        else o.i = a.i % b.i;
+        if (b.i == 0 || (b.i == -1 && s.type != DType::U64))
+          o.i = 0;
+        else if (s.type == DType::U64)
+          o.u = a.u % b.u;
+        else
+          o.i = a.i % b.i;
         break;
-      case Code::MAX_I:
-        o = (s.type == DType::U64 ? a.u > b.u : a.i > b.i) ? a : b;
-        break;
+      case Code::MAX_I: o = (s.type == DType::U64 ? a.u > b.u : a.i > b.i) ? a : b; break;
       case Code::CMPLT_I: o.i = s.from == DType::U64 ? a.u < b.u : a.i < b.i; break;
       case Code::CMPNE_I: o.i = a.i != b.i; break;
       case Code::AND_I: o.i = a.i & b.i; break;
       case Code::OR_I: o.i = a.i | b.i; break;
       case Code::XOR_I: o.i = a.i ^ b.i; break;
-      case Code::SHL_I: o.i = wrap(a.u << (b.u & static_cast<uint64_t>(dtype_size(s.type) * 8 - 1)), s.type); break;
+      case Code::SHL_I:
+        o.i = wrap(a.u << (b.u & static_cast<uint64_t>(dtype_size(s.type) * 8 - 1)), s.type);
+        break;
       case Code::SHR_I: {
         int sh = static_cast<int>(b.u & static_cast<uint64_t>(dtype_size(s.type) * 8 - 1));
-        if (s.type == DType::U64) o.u = a.u >> sh;
-        else o.i = a.i >> sh;
+        if (s.type == DType::U64)
+          o.u = a.u >> sh;
+        else
+          o.i = a.i >> sh;
         break;
       }
       case Code::MULACC_I: o.i = wrap(a.u * b.u + R[s.c].u, s.type); break;
@@ -255,4 +269,4 @@ void execute(const Decoded& d, void* const* args, const int64_t* elems, int64_t 
   }
 }
 
-}  // namespace kiln::runtime::ref
+}  // namespace kiln::runtime::ref_device

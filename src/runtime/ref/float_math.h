@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-namespace kiln::runtime::ref {
+namespace kiln::runtime::ref_device {
 
 inline float bits_to_float(uint32_t b) {
   float f;
@@ -25,8 +25,11 @@ inline float pow2_split(float n_float, float p) {
 inline float exp2f_kiln(float x) {
   float c = x < -151.0f ? -151.0f : (x > 129.0f ? 129.0f : x);
   float i = (c + 12582912.0f) - 12582912.0f, f = c - i;
-  float p = 1.0f + f * (0.693147181f + f * (0.240226507f + f * (0.0555041087f + f * (0.00961812911f +
-            f * (0.00133335581f + f * (0.000154035304f + f * 1.52527338e-05f))))));
+  float p = 1.0f + f * (0.693147181f +
+                        f * (0.240226507f +
+                             f * (0.0555041087f +
+                                  f * (0.00961812911f +
+                                       f * (0.00133335581f + f * (0.000154035304f + f * 1.52527338e-05f))))));
   return x != x ? x : pow2_split(i, p);
 }
 
@@ -34,8 +37,13 @@ inline float expf_kiln(float x) {
   float c = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
   float n = (c * 1.44269504f + 12582912.0f) - 12582912.0f;
   float r = (c - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
-  float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666679f + r * (0.00833333377f +
-            r * (0.00138888892f + r * (0.000198412701f + r * 2.48015876e-05f)))))));
+  float p =
+      1.0f +
+      r * (1.0f +
+           r * (0.5f + r * (0.166666672f +
+                            r * (0.0416666679f +
+                                 r * (0.00833333377f +
+                                      r * (0.00138888892f + r * (0.000198412701f + r * 2.48015876e-05f)))))));
   return x != x ? x : pow2_split(n, p);
 }
 
@@ -50,12 +58,13 @@ inline float log2f_kiln(float x) {
   m = big ? m * 0.5f : m;
   e += (big ? 1 : 0) - (sub ? 23 : 0);
   float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
-  float r = s * (2.88539008f + s2 * (0.961796694f + s2 * (0.577078016f + s2 * (0.412198583f +
-            s2 * (0.320598898f + s2 * 0.262309970f)))));
+  float r = s * (2.88539008f +
+                 s2 * (0.961796694f +
+                       s2 * (0.577078016f + s2 * (0.412198583f + s2 * (0.320598898f + s2 * 0.262309970f)))));
   r += static_cast<float>(e);
   if (x != x || x < 0.0f) return std::numeric_limits<float>::quiet_NaN();
   if (x == 0.0f) return -std::numeric_limits<float>::infinity();
   return x == std::numeric_limits<float>::infinity() ? x : r;
 }
 
-}  // namespace kiln::runtime::ref
+}  // namespace kiln::runtime::ref_device

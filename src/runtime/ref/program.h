@@ -9,7 +9,7 @@
 #include "codegen/program.h"
 #include "kiln/dtype.h"
 
-namespace kiln::runtime::ref {
+namespace kiln::runtime::ref_device {
 
 // One register. Values keep the C kernels' register types (codegen/render_base.cpp value_type):
 // f32, f16 and bf16 in `f` (halves compute in float), f64 in `d`, every integer and bool in `i`
@@ -40,14 +40,55 @@ enum class Code : uint8_t {
   LANE_READ,
   LANE_WRITE,
   // unary
-  EXP2_F, EXP_F, LOG2_F, SIN_F, SQRT_F, TRUNC_F, RECIP_F,
-  EXP2_D, LOG2_D, SIN_D, SQRT_D, TRUNC_D, RECIP_D,
-  CAST_F, CAST_D, CAST_I,  // from the kind named to `type`
-  BITCAST,                 // from `from` to `type`
+  EXP2_F,
+  EXP_F,
+  LOG2_F,
+  SIN_F,
+  SQRT_F,
+  TRUNC_F,
+  RECIP_F,
+  EXP2_D,
+  LOG2_D,
+  SIN_D,
+  SQRT_D,
+  TRUNC_D,
+  RECIP_D,
+  CAST_F,
+  CAST_D,
+  CAST_I,   // from the kind named to `type`
+  BITCAST,  // from `from` to `type`
   // binary and ternary
-  ADD_F, MUL_F, DIV_F, IDIV_F, MAX_F, CMPLT_F, CMPNE_F, MULACC_F, FMA_F,
-  ADD_D, MUL_D, DIV_D, IDIV_D, MAX_D, CMPLT_D, CMPNE_D, MULACC_D, FMA_D,
-  ADD_I, MUL_I, IDIV_I, MOD_I, MAX_I, CMPLT_I, CMPNE_I, AND_I, OR_I, XOR_I, SHL_I, SHR_I, MULACC_I,
+  ADD_F,
+  MUL_F,
+  DIV_F,
+  IDIV_F,
+  MAX_F,
+  CMPLT_F,
+  CMPNE_F,
+  MULACC_F,
+  FMA_F,
+  ADD_D,
+  MUL_D,
+  DIV_D,
+  IDIV_D,
+  MAX_D,
+  CMPLT_D,
+  CMPNE_D,
+  MULACC_D,
+  FMA_D,
+  ADD_I,
+  MUL_I,
+  IDIV_I,
+  MOD_I,
+  MAX_I,
+  CMPLT_I,
+  CMPNE_I,
+  AND_I,
+  OR_I,
+  XOR_I,
+  SHL_I,
+  SHR_I,
+  MULACC_I,
   WHERE,
 };
 
@@ -64,12 +105,12 @@ struct LaneIndex {
 };
 
 struct Decoded {
-  std::string name;                 // the kernel's (messages)
+  std::string name;  // the kernel's (messages)
   std::vector<Step> steps;
-  std::vector<Value> registers;     // initial register file: constants and loop bounds filled in
+  std::vector<Value> registers;  // initial register file: constants and loop bounds filled in
   std::vector<LaneIndex> lane_indices;
-  std::vector<DType> globals;       // element type of each argument
-  int32_t start = 0, end = 0;       // registers of the outer loop's [start, end)
+  std::vector<DType> globals;  // element type of each argument
+  int32_t start = 0, end = 0;  // registers of the outer loop's [start, end)
 };
 
 // Decodes a lowered program; a kiln::Error names the kernel and instruction it cannot interpret.
@@ -79,4 +120,4 @@ Decoded decode(const codegen::Program& p);
 // elements of argument k may be addressed (a load or store outside is a kiln::Error naming it).
 void execute(const Decoded& d, void* const* args, const int64_t* elems, int64_t start, int64_t end);
 
-}  // namespace kiln::runtime::ref
+}  // namespace kiln::runtime::ref_device
