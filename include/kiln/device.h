@@ -24,14 +24,17 @@ struct Device {
   std::string str() const {
     static const char* const names[] = {"cpu", "cuda", "ref"};
     int k = static_cast<int>(kind);
-    if (k < 0 || k > static_cast<int>(Kind::REF)) return "kind" + std::to_string(k) + ":" + std::to_string(index);
+    if (k < 0 || k > static_cast<int>(Kind::REF))
+      return "kind" + std::to_string(k) + ":" + std::to_string(index);
     return names[k] + (is_cuda() || index != 0 ? ":" + std::to_string(index) : std::string());
   }
   // "cpu", "ref", "cuda", "cuda:1"; throws kiln::Error on anything else
   static Device parse(const std::string& s);
   // a small code for graph nodes: kind * kMaxIndex + index (0 = cpu)
   int code() const { return static_cast<int>(kind) * kMaxIndex + index; }
-  static Device from_code(int c) { return c <= 0 ? cpu() : Device{static_cast<Kind>(c / kMaxIndex), c % kMaxIndex}; }
+  static Device from_code(int c) {
+    return c <= 0 ? cpu() : Device{static_cast<Kind>(c / kMaxIndex), c % kMaxIndex};
+  }
 };
 
 // Where tensors that name no device go: KILN_DEVICE (default cpu), or set_default_device().

@@ -1,7 +1,8 @@
 // The ref backend (runtime/backend.h), in the spirit of tinygrad's PYTHON device: host memory, and
-// the lowered linear programs the C renderer would render run by a plain interpreter (program.h)
-// on the calling thread. No compiler, deterministic, slow: the oracle the code generator's C and
-// CUDA renderings are checked against, and where a load or store outside its buffer is an error.
+// the lowered linear programs the C renderer would render run by a plain interpreter (program.h),
+// the outer loop split over the thread pool as on the CPU. No compiler, deterministic, slow: the
+// oracle the C and CUDA renderings are checked against, where a load or store outside its buffer
+// is an error.
 #include "runtime/backend.h"
 
 #include <chrono>
@@ -15,6 +16,7 @@
 #include "kiln/debug.h"
 #include "kiln/error.h"
 #include "runtime/ref/program.h"
+#include "runtime/thread_pool.h"
 
 namespace kiln::runtime {
 
@@ -67,7 +69,12 @@ class RefLauncher : public Launcher {
                     " bytes of argument 0, which holds fewer");
       std::memset(args[0], 0, static_cast<size_t>(l.zero_bytes));
     }
-    ref_device::execute(d, args, elems.data(), 0, l.outer_size);
+    // the outer loop's steps write apart (as on the CPU): split over the thread pool, or in order
+    if (l.parallel)
+      parallel_for(l.outer_size,
+                   [&](int64_t s, int64_t e) { ref_device::execute(d, args, elems.data(), s, e); });
+    else
+      ref_device::execute(d, args, elems.data(), 0, l.outer_size);
     stats().kernels_run++;
   }
 
@@ -95,7 +102,7 @@ class RefBackend : public Backend {
                 .shared_per_block = 0,
                 .warp_size = 1,
                 .vector_bytes = 16,
-                .cores = 1,
+                .cores = num_threads(),
                 .l2_bytes = 0} {}
   std::string name() const override { return "ref"; }
   const DeviceLimits& limits() const override { return limits_; }
@@ -123,8 +130,10 @@ class RefBackend : public Backend {
       } else {
         stats().memory_cache_hits++;
       }
-      out.push_back(
-          Launch::of(*low, Device{Device::Kind::REF, 0}, const_cast<ref_device::Decoded*>(it->second)));
+      Launch launch =
+          Launch::of(*low, Device{Device::Kind::REF, 0}, const_cast<ref_device::Decoded*>(it->second));
+      launch.parallel = low->program.outer_size > 1 && !low->program.serial;  // realize still decides by size
+      out.push_back(launch);
     }
     if (settings().debug >= 1 && decoded > 0)
       std::fprintf(stderr, "kiln: device ref: %d of %zu programs decoded for the interpreter\n", decoded,

@@ -163,9 +163,12 @@ class Decoder {
 
   // The lane of accumulator `a` here: a lane index over the lane loops open at this point.
   int32_t lane_index(int user, const Laned& a) {
+    if (a.lanes.size() > 2) fail(user, "an accumulator with more than two lane loops");
     LaneIndex li;
-    for (auto [id, stride] : a.lanes) li.terms.push_back({loop_var(user, ir::kUpcastRange, id), stride});
-    d_.lane_indices.push_back(std::move(li));
+    for (size_t k = 0; k < a.lanes.size(); k++)
+      (k ? li.r1 : li.r0) = loop_var(user, ir::kUpcastRange, a.lanes[k].first),
+                   (k ? li.s1 : li.s0) = a.lanes[k].second;
+    d_.lane_indices.push_back(li);
     return static_cast<int32_t>(d_.lane_indices.size() - 1);
   }
 
@@ -260,12 +263,11 @@ class Decoder {
     if (accumulates(in)) {  // acc = acc op value, in the accumulator's register (or its lane)
       int acc = in.src[0];
       int32_t r = reg_[static_cast<size_t>(acc)];
-      auto l = laned_.find(acc);
-      if (l != laned_.end()) laned_[i] = l->second;
       reg_[ui] = r;
-      alu(i, r);  // reads the accumulator (its lane) like any source
-      if (l != laned_.end())
-        add(Code::LANE_WRITE, in.dtype, l->second.base, r, 0, 0, lane_index(i, l->second));
+      auto l = laned_.find(acc);
+      if (l == laned_.end()) return alu(i, r);
+      laned_[i] = l->second;
+      alu(i, l->second.base, lane_index(i, l->second));  // on the lane in place
       return;
     }
     reg_[ui] = new_reg();
@@ -273,12 +275,20 @@ class Decoder {
   }
 
   // Instruction i's operation into register dst.
-  void alu(int i, int32_t dst) {
+  // With `lane` (an accumulate into a laned accumulator), dst and the first source are that lane.
+  void alu(int i, int32_t dst, int32_t lane = -1) {
     const Inst& in = inst(i);
     const std::vector<int>& src = reads_[static_cast<size_t>(i)];
     std::vector<int32_t> r;
-    for (int s : src) r.push_back(value(i, s));
+    for (size_t k = 0; k < src.size(); k++) r.push_back(k == 0 && lane >= 0 ? dst : value(i, src[k]));
     r.resize(3, 0);
+    struct SetLane {  // marks the step alu adds, whichever branch adds it
+      Decoded& d;
+      int32_t lane;
+      ~SetLane() {
+        if (lane >= 0 && !d.steps.empty()) d.steps.back().lane = lane;
+      }
+    } set_lane{d_, lane};
     const Form form = form_[static_cast<size_t>(i)];
     const DType t = in.dtype, from = inst(src.at(0)).dtype;
     const Kind k = kind_of(t), kf = kind_of(from);

@@ -26,9 +26,25 @@ int64_t wrap(uint64_t u, DType t) {
   }
 }
 
+// bf16 <-> f32 as kiln::bf16_to_float and float_to_bf16 (ir/dtype.cpp), inline: bf16 kernels
+// convert at every load and store
+inline float from_bf16(uint16_t h) {
+  uint32_t x = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+inline uint16_t to_bf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40);  // quiet NaN
+  x += 0x7fffu + ((x >> 16) & 1);
+  return static_cast<uint16_t>(x >> 16);
+}
+
 float round_half(float f, DType t) {
   if (t == DType::F16) return half_to_float(float_to_half(f));
-  if (t == DType::BF16) return bf16_to_float(float_to_bf16(f));
+  if (t == DType::BF16) return from_bf16(to_bf16(f));
   return f;
 }
 
@@ -77,13 +93,13 @@ Value bitcast(Value x, DType from, DType t) {
   return v;
 }
 
-Value load(const void* base, int64_t k, DType t) {
+inline Value load(const void* base, int64_t k, DType t) {
   Value v{.i = 0};
   switch (t) {
     case DType::F32: v.f = static_cast<const float*>(base)[k]; break;
     case DType::F64: v.d = static_cast<const double*>(base)[k]; break;
     case DType::F16: v.f = half_to_float(static_cast<const uint16_t*>(base)[k]); break;
-    case DType::BF16: v.f = bf16_to_float(static_cast<const uint16_t*>(base)[k]); break;
+    case DType::BF16: v.f = from_bf16(static_cast<const uint16_t*>(base)[k]); break;
     case DType::Bool: v.i = static_cast<const uint8_t*>(base)[k] != 0; break;
     case DType::U8: v.i = static_cast<const uint8_t*>(base)[k]; break;
     case DType::I8: v.i = static_cast<const int8_t*>(base)[k]; break;
@@ -101,7 +117,7 @@ void store(void* base, int64_t k, DType t, Value v) {
     case DType::F32: static_cast<float*>(base)[k] = v.f; break;
     case DType::F64: static_cast<double*>(base)[k] = v.d; break;
     case DType::F16: static_cast<uint16_t*>(base)[k] = float_to_half(v.f); break;
-    case DType::BF16: static_cast<uint16_t*>(base)[k] = float_to_bf16(v.f); break;
+    case DType::BF16: static_cast<uint16_t*>(base)[k] = to_bf16(v.f); break;
     case DType::Bool:
     case DType::U8: static_cast<uint8_t*>(base)[k] = static_cast<uint8_t>(v.i); break;
     case DType::I8: static_cast<int8_t*>(base)[k] = static_cast<int8_t>(v.i); break;
@@ -141,14 +157,14 @@ void execute(const Decoded& d, void* const* args, const int64_t* elems, int64_t 
   const Step* steps = d.steps.data();
   const size_t n = d.steps.size();
   auto lane = [&](int32_t index) {
-    int64_t l = 0;
-    for (const auto& [reg, stride] : d.lane_indices[static_cast<size_t>(index)].terms) l += R[reg].i * stride;
-    return l;
+    const LaneIndex& l = d.lane_indices[static_cast<size_t>(index)];
+    return R[l.r0].i * l.s0 + R[l.r1].i * l.s1;
   };
   for (size_t pc = 0; pc < n;) {
     const Step& s = steps[pc++];
-    Value& o = R[s.dst];
-    const Value a = R[s.a], b = R[s.b];
+    const int64_t off = s.lane < 0 ? 0 : lane(s.lane);
+    Value& o = R[s.dst + off];
+    const Value a = R[s.a + off], b = R[s.b];
     switch (s.code) {
       case Code::RANGE:
         o.i = a.i;
@@ -181,7 +197,6 @@ void execute(const Decoded& d, void* const* args, const int64_t* elems, int64_t 
         for (int32_t l = 0; l < s.imm; l++) R[s.dst + l] = a;
         break;
       case Code::LANE_READ: o = R[s.a + lane(s.imm)]; break;
-      case Code::LANE_WRITE: R[s.dst + lane(s.imm)] = a; break;
 
       case Code::EXP2_F: o.f = exp2f_kiln(a.f); break;
       case Code::EXP_F: o.f = expf_kiln(a.f); break;

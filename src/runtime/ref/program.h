@@ -33,12 +33,12 @@ enum class Code : uint8_t {
   LOAD,
   STORE,
   STORE_ADD,
-  // accumulators and their lanes: dst = a; R[dst .. dst+imm) = a; dst = R[a + lane]; R[dst + lane]
-  // = a, where lane is the row-major index of the lane loops in lane_indices[imm]
+  // accumulators and their lanes: dst = a; R[dst .. dst+imm) = a; dst = R[a + lane], the lane
+  // being the row-major index of the lane loops in lane_indices[imm] (an accumulate into a lane is
+  // its op with Step::lane set)
   COPY,
   LANE_FILL,
   LANE_READ,
-  LANE_WRITE,
   // unary
   EXP2_F,
   EXP_F,
@@ -97,11 +97,14 @@ struct Step {
   DType type = DType::I64;  // the result's dtype (a load's or store's element type)
   DType from = DType::I64;  // the sources' dtype (comparisons, casts, bitcasts, MAX, IDIV, MOD, SHR)
   int32_t dst = 0, a = 0, b = 0, c = 0, imm = 0;
+  int32_t lane = -1;  // an accumulate into a lane: dst and a are offset by lane_indices[lane]
 };
 
-// A lane of a laned accumulator: sum of R[reg] * stride (the lane loops' variables, row-major).
+// The lane of an accumulator with one register per lane: R[r0] * s0 + R[r1] * s1, the row-major
+// index of the (at most two) lane loops open where it is read (an unused term: stride 0).
 struct LaneIndex {
-  std::vector<std::pair<int32_t, int64_t>> terms;
+  int32_t r0 = 0, r1 = 0;
+  int64_t s0 = 0, s1 = 0;
 };
 
 struct Decoded {
