@@ -25,19 +25,6 @@ Kind kind_of(DType t) {
   return is_float(t) ? Kind::F : Kind::I;
 }
 
-// An integer value wrapped to dtype t, as C stores it into a variable of that type.
-int64_t wrap(int64_t v, DType t) {
-  switch (t) {
-    case DType::Bool: return v != 0;
-    case DType::U8: return static_cast<uint8_t>(v);
-    case DType::I8: return static_cast<int8_t>(v);
-    case DType::I16: return static_cast<int16_t>(v);
-    case DType::I32: return static_cast<int32_t>(v);
-    case DType::U32: return static_cast<uint32_t>(v);
-    default: return v;
-  }
-}
-
 // An accumulator with one register per lane (DEFINE_ACC {op, lanes, (lane id, size)...}): its
 // first register, and each lane loop's id with its stride in the row-major lane index.
 struct Laned {
@@ -192,7 +179,7 @@ class Decoder {
         else if (kind_of(in.dtype) == Kind::D)
           v.d = in.fval;
         else
-          v.i = wrap(in.arg.empty() ? 0 : in.arg[0], in.dtype);
+          v.i = wrap(static_cast<uint64_t>(in.arg.empty() ? 0 : in.arg[0]), in.dtype);
         reg_[ui] = new_reg(v);
         return;
       }

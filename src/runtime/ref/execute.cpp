@@ -13,19 +13,6 @@ namespace kiln::runtime::ref_device {
 
 namespace {
 
-int64_t wrap(uint64_t u, DType t) {
-  int64_t v = static_cast<int64_t>(u);
-  switch (t) {
-    case DType::Bool: return v != 0;
-    case DType::U8: return static_cast<uint8_t>(v);
-    case DType::I8: return static_cast<int8_t>(v);
-    case DType::I16: return static_cast<int16_t>(v);
-    case DType::I32: return static_cast<int32_t>(v);
-    case DType::U32: return static_cast<uint32_t>(v);
-    default: return v;
-  }
-}
-
 // bf16 <-> f32 as kiln::bf16_to_float and float_to_bf16 (ir/dtype.cpp), inline: bf16 kernels
 // convert at every load and store
 inline float from_bf16(uint16_t h) {
