@@ -1,4 +1,5 @@
-// Devices kiln can place tensors on: the CPU and CUDA GPUs.
+// Devices kiln can place tensors on: the CPU, CUDA GPUs, and ref (host memory whose kernels are
+// interpreted, the codegen oracle: src/runtime/ref).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -11,23 +12,29 @@ class Timer;  // the device backend's (src/runtime/backend.h)
 }
 
 struct Device {
-  enum class Kind { CPU, CUDA } kind = Kind::CPU;
+  enum class Kind { CPU, CUDA, REF } kind = Kind::CPU;
   int index = 0;
+  static constexpr int kMaxIndex = 32;  // devices of one kind (a node keeps its device in 8 bits)
   static Device cpu() { return {}; }
   static Device cuda(int index = 0) { return {Kind::CUDA, index}; }
   bool is_cpu() const { return kind == Kind::CPU; }
   bool is_cuda() const { return kind == Kind::CUDA; }
   bool operator==(const Device&) const = default;
+  // "cpu", "cuda:1", "ref": the kinds with one device (cpu, ref) print no index 0
   std::string str() const {
-    if (is_cpu()) return "cpu";
-    return (is_cuda() ? "cuda:" : "kind" + std::to_string(static_cast<int>(kind)) + ":") +
-           std::to_string(index);
+    static const char* const names[] = {"cpu", "cuda", "ref"};
+    int k = static_cast<int>(kind);
+    if (k < 0 || k > static_cast<int>(Kind::REF))
+      return "kind" + std::to_string(k) + ":" + std::to_string(index);
+    return names[k] + (is_cuda() || index != 0 ? ":" + std::to_string(index) : std::string());
   }
-  // "cpu", "cuda", "cuda:1"; throws kiln::Error on anything else
+  // "cpu", "ref", "cuda", "cuda:1"; throws kiln::Error on anything else
   static Device parse(const std::string& s);
-  // a small code for graph nodes: 0 = cpu, 1 + k = cuda:k
-  int code() const { return is_cpu() ? 0 : 1 + index; }
-  static Device from_code(int c) { return c <= 0 ? cpu() : cuda(c - 1); }
+  // a small code for graph nodes: kind * kMaxIndex + index (0 = cpu)
+  int code() const { return static_cast<int>(kind) * kMaxIndex + index; }
+  static Device from_code(int c) {
+    return c <= 0 ? cpu() : Device{static_cast<Kind>(c / kMaxIndex), c % kMaxIndex};
+  }
 };
 
 // Where tensors that name no device go: KILN_DEVICE (default cpu), or set_default_device().

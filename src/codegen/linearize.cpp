@@ -153,6 +153,13 @@ class Linearizer {
   // open (hoisted out of an output loop it does not move with).
   void emit_reduce_group(const NodeRef& first) {
     std::vector<NodeRef> ranges(first->src.begin() + 1, first->src.end());
+    // over an empty range a reduce is its identity and none of its body runs: none is emitted (a
+    // load hoisted out of the loop would read an empty buffer)
+    if (std::any_of(ranges.begin(), ranges.end(), [](const NodeRef& r) { return r->arg[1] == 0; })) {
+      memo_[first.get()] = add(identity(static_cast<Op>(first->arg[0]), first->dtype));
+      if (!scopes_.empty()) scopes_.back().push_back(first.get());
+      return;
+    }
     std::set<int64_t> rids;
     for (auto& r : ranges) rids.insert(r->arg[0]);
     // with lanes, the reduces that move with them keep one accumulator per lane and accumulate in

@@ -100,7 +100,7 @@ std::string allowed_values(const SettingSpec& spec) {
   switch (spec.kind) {
     case K::Flag: return "0 or 1";
     case K::Int: return "an integer from " + std::to_string(spec.min) + " to " + std::to_string(spec.max);
-    case K::Device: return "cpu, cuda, gpu or cuda:<n>";
+    case K::Device: return "cpu, cuda, gpu, cuda:<n> or ref";
     case K::Text: return "any text";
     case K::Choice: {
       std::string r = "one of ";

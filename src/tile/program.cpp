@@ -240,7 +240,7 @@ int64_t Program::cb_bytes() const { return static_cast<int64_t>(layout_cbs(*d_).
 int64_t Program::cb_bytes_limit() { return cb_memory_limit(kSharedMemoryPerBlock); }
 
 // The program runs where its inputs are: all on one GPU, or else on the CPU (CPU inputs are then
-// the only kind allowed; outputs land on the same device).
+// the only kind allowed; outputs land on the same device). Other devices (ref) run no tile programs.
 void Program::run() {
   std::optional<Device> gpu;
   bool cpu_input = false;
@@ -250,6 +250,9 @@ void Program::run() {
     Device dev = t.value.device();
     if (dev.is_cpu()) {
       cpu_input = true;
+    } else if (!dev.is_cuda()) {
+      fail(*d_, "input '" + t.name + "' is on " + dev.str() +
+                    ": a program runs on the CPU or a CUDA GPU (move it with Tensor::to)");
     } else if (gpu && *gpu != dev) {
       fail(*d_, "inputs on " + gpu->str() + " and " + dev.str() + ": a program runs on one device");
     } else {

@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include "codegen/passes.h"
 #include "helpers.h"
+#include "ir/graph_rewrite.h"
+#include "schedule/schedule.h"
 
 using namespace kiln;
 using kiln::testing::expect_matches_reference;
@@ -29,4 +32,17 @@ TEST(Linearize, ReduceThatDoesNotMoveWithTheLanesKeepsItsOwnAccumulator) {
   EXPECT_TRUE(expect_matches_reference(t7 / (t3.abs() + 0.5), 1e-6, 1e-7));
   Tensor s = random_tensor({5}, DType::F32, -1, 1, 3);
   EXPECT_TRUE(expect_matches_reference(cat({s, s.sum({0}, true)}, 0) / (s.sum({0}, true) + 9.0), 1e-6, 1e-7));
+}
+
+// A reduce over an empty range is its identity, and nothing of its body is emitted: a load hoisted
+// out of the loop that never runs read element 0 of an empty buffer (the ref device's bounds check
+// found it in var, norm and einsum over empty dims)
+TEST(Linearize, ReduceOverAnEmptyRangeLoadsNothing) {
+  Tensor x = random_tensor({3, 0}, DType::F32, -1, 1, 4), c = random_tensor({1}, DType::F32, -1, 1, 5);
+  Tensor s = (x * c).sum(1);  // c's load does not move with the reduce loop: it was hoisted
+  auto sched = schedule::make_schedule(ir::rewrite_graph({s.node()}));
+  ASSERT_EQ(sched.kernels.size(), 1u);
+  for (const codegen::Inst& in : codegen::lower(sched.kernels[0].ast).program.insts)
+    EXPECT_NE(in.op, ir::Op::LOAD) << codegen::to_string(codegen::lower(sched.kernels[0].ast).program);
+  EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{0, 0, 0}));
 }

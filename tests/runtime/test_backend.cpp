@@ -1,7 +1,7 @@
-// The backend registry and the Backend interface (runtime/backend.h): each device's backend is found,
-// reports sane limits, round-trips memory through its copies and loads and runs a lowered program
-// through its launcher. The CUDA checks that need a GPU skip without one; its registration and its
-// error for a missing GPU are checked without one.
+// The backend registry and the Backend interface (runtime/backend.h): each device's backend (CPU,
+// ref, CUDA) is found, reports sane limits, round-trips memory through its copies and loads and runs
+// a lowered program through its launcher. The CUDA checks that need a GPU skip without one; its
+// registration and its error for a missing GPU are checked without one.
 #include <vector>
 
 #include "helpers.h"
@@ -103,6 +103,23 @@ TEST(Backend, CpuRunsALoweredProgram) { expect_program_runs(Device::cpu()); }
 
 TEST(Backend, CpuHasNoFlashAttention) {
   EXPECT_FALSE(runtime::backend(Device::cpu()).supports(*attention_node(Device::cpu(), DType::BF16, 64)));
+}
+
+// The ref device: host memory, programs interpreted (no compiler, no GEMM library, no special kernels)
+TEST(BackendRef, IsRegisteredAndRunsALoweredProgram) {
+  const Device ref{Device::Kind::REF, 0};
+  Backend& b = runtime::backend(ref);
+  EXPECT_EQ(b.name(), "ref");
+  EXPECT_EQ(b.target(), codegen::Target::CPU);  // the CPU's lowering, interpreted instead of compiled
+  EXPECT_EQ(b.gemm_library(), "");
+  EXPECT_FALSE(b.supports(*attention_node(ref, DType::BF16, 64)));
+  expect_sane_limits(b);
+  expect_round_trip(b);
+  expect_program_runs(ref);
+  EXPECT_EQ(error_of([] {
+              runtime::backend(Device{Device::Kind::REF, 1});
+            }),
+            "kiln: no device ref:1 (the reference interpreter is device ref)");
 }
 
 // Registered in every build: without a GPU, asking for one is the CUDA backend's own error, naming
