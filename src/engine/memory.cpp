@@ -22,4 +22,9 @@ void release(const schedule::Schedule& s, const Memory& m) {
       if (m.plan.offset[i][o] >= 0) ir::set_buffer(*s.kernels[i].outputs[o], nullptr);
 }
 
+void forget_outputs(const schedule::Schedule& s) {
+  for (auto& k : s.kernels)
+    for (auto& o : k.outputs) ir::set_buffer(*o, nullptr);
+}
+
 }  // namespace kiln::engine

@@ -55,8 +55,13 @@ void realize(const std::vector<ir::NodeRef>& roots, Device device) {
   std::vector<runtime::Launch> programs = b.load(lowered);  // compile, through the backend's cache
   Memory mem = plan_memory(sched, g, device);
   auto t1 = std::chrono::steady_clock::now();
-  std::vector<Bound> bound = bind_launches(sched, lowered, programs, mem, b, device);
-  run(sched, lowered, bound, mem, b, rec.get());
+  try {
+    std::vector<Bound> bound = bind_launches(sched, lowered, programs, mem, b, device);
+    run(sched, lowered, bound, mem, b, rec.get());
+  } catch (...) {
+    forget_outputs(sched);
+    throw;
+  }
   release(sched, mem);
   // roots the rewrites turned into other (already computed) nodes share their buffers
   for (size_t i = 0; i < roots.size(); i++)

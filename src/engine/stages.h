@@ -43,6 +43,9 @@ struct Memory {
 };
 Memory plan_memory(const schedule::Schedule& s, const Rewritten& g, Device device);
 void release(const schedule::Schedule& s, const Memory& m);
+// After a failed bind or run: every kernel output forgets its buffer, so that no later realize reads
+// the output of a kernel that never ran as if it had.
+void forget_outputs(const schedule::Schedule& s);
 
 // bind.cpp: each kernel's launch, prepared before any runs: its program, argument pointers and
 // options (threads, the GEMM library); binds the kernel outputs to their buffers (KILN_DEBUG=3).
