@@ -2,7 +2,6 @@
 // and loaded with dlopen (runtime/cpu/program_cache.h), run in this process on the thread pool.
 #include "runtime/backend.h"
 
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -12,6 +11,7 @@
 #include "kiln/error.h"
 #include "runtime/cpu/program_cache.h"
 #include "runtime/thread_pool.h"
+#include "runtime/wall_timer.h"
 
 namespace kiln::runtime {
 
@@ -76,18 +76,6 @@ class CpuLauncher : public Launcher {
       fn(args, 0, l.outer_size);
     stats().kernels_run++;
   }
-};
-
-// The CPU's work runs when it is called: the wall clock times it.
-class WallTimer : public Timer {
- public:
-  void start() override { t0_ = std::chrono::steady_clock::now(); }
-  double stop_ms() override {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
-  }
-
- private:
-  std::chrono::steady_clock::time_point t0_;
 };
 
 class CpuBackend : public Backend {

@@ -5,7 +5,6 @@
 // is an error.
 #include "runtime/backend.h"
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +16,7 @@
 #include "kiln/error.h"
 #include "runtime/ref/program.h"
 #include "runtime/thread_pool.h"
+#include "runtime/wall_timer.h"
 
 namespace kiln::runtime {
 
@@ -80,18 +80,6 @@ class RefLauncher : public Launcher {
 
  private:
   const Blocks& blocks_;
-};
-
-// Work runs when it is called: the wall clock times it.
-class WallTimer : public Timer {
- public:
-  void start() override { t0_ = std::chrono::steady_clock::now(); }
-  double stop_ms() override {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
-  }
-
- private:
-  std::chrono::steady_clock::time_point t0_;
 };
 
 class RefBackend : public Backend {
