@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codegen/program.h"
+#include "ir/scalar_alu.h"
 #include "kiln/dtype.h"
 
 namespace kiln::runtime::ref_device {
@@ -117,18 +118,7 @@ struct Decoded {
 };
 
 // An integer value (its bits) wrapped to dtype t, as C stores it into a variable of that type.
-inline int64_t wrap(uint64_t bits, DType t) {
-  int64_t v = static_cast<int64_t>(bits);
-  switch (t) {
-    case DType::Bool: return v != 0;
-    case DType::U8: return static_cast<uint8_t>(v);
-    case DType::I8: return static_cast<int8_t>(v);
-    case DType::I16: return static_cast<int16_t>(v);
-    case DType::I32: return static_cast<int32_t>(v);
-    case DType::U32: return static_cast<uint32_t>(v);
-    default: return v;
-  }
-}
+inline int64_t wrap(uint64_t bits, DType t) { return ir::wrap_int(static_cast<int64_t>(bits), t); }
 
 // Decodes a lowered program; a kiln::Error names the kernel and instruction it cannot interpret.
 Decoded decode(const codegen::Program& p);
