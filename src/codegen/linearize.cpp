@@ -239,12 +239,15 @@ class Linearizer {
     return unit_stride(roots, r, Op::LOAD);
   }
 
-  // Whether a reduce moves with a reduce loop not its own: it is computed inside that loop.
+  // Whether a reduce moves with a reduce loop not its own: it is computed inside that loop. The loops
+  // of the reduces under it (a chunked sum's sum within a chunk) close inside it and do not count.
   bool inside_another_reduce(const NodeRef& red) {
-    std::set<int64_t> own;
-    for (size_t i = 1; i < red->src.size(); i++) own.insert(red->src[i]->arg[0]);
+    std::set<int64_t> closed;
+    for (auto& n : ir::toposort({red}))
+      if (n->op == Op::REDUCE)
+        for (size_t i = 1; i < n->src.size(); i++) closed.insert(n->src[i]->arg[0]);
     for (auto& n : order_)
-      if (n->op == Op::RANGE && n->arg[2] == ir::kReduceRange && !own.count(n->arg[0]) &&
+      if (n->op == Op::RANGE && n->arg[2] == ir::kReduceRange && !closed.count(n->arg[0]) &&
           deps_[red.get()].count(n->arg[0]))
         return true;
     return false;

@@ -46,3 +46,23 @@ TEST(Linearize, ReduceOverAnEmptyRangeLoadsNothing) {
     EXPECT_NE(in.op, ir::Op::LOAD) << codegen::to_string(codegen::lower(sched.kernels[0].ast).program);
   EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{0, 0, 0}));
 }
+
+// A long matmul in register tiles sums each output in chunks: the sums come first, once per lane,
+// not again inside each lane of the stores (which did the whole product 32 times).
+TEST(Linearize, ChunkedSumsInRegisterTilesAreComputedOnce) {
+  Tensor a = random_tensor({8, 40000}, DType::F32, -1, 1, 1),
+         b = random_tensor({40000, 32}, DType::F32, -1, 1, 2);
+  Tensor c = a.matmul(b);
+  auto sched = schedule::make_schedule(ir::rewrite_graph({c.node()}));
+  const schedule::Kernel& k = sched.kernels.back();
+  codegen::Lowered low = codegen::lower(k.ast, codegen::Target::CPU, {});
+  bool chunked = false, upcast = false;
+  for (auto& o : low.opts) {
+    chunked |= o.rfind("CHUNK_SUM", 0) == 0;
+    upcast |= o.rfind("UPCAST", 0) == 0;
+  }
+  ASSERT_TRUE(chunked && upcast) << low.program.name;
+  EXPECT_LT(low.program.flops, 4.0 * 8 * 32 * 40000)
+      << low.program.name << ": about 2 m n k, not 32 times it";
+  EXPECT_TRUE(expect_matches_reference(c, 1e-4, 1e-4));
+}
