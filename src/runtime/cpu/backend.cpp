@@ -10,8 +10,8 @@
 #include "kiln/debug.h"
 #include "kiln/error.h"
 #include "runtime/cpu/program_cache.h"
+#include "runtime/host_backend.h"
 #include "runtime/thread_pool.h"
-#include "runtime/wall_timer.h"
 
 namespace kiln::runtime {
 
@@ -78,7 +78,7 @@ class CpuLauncher : public Launcher {
   }
 };
 
-class CpuBackend : public Backend {
+class CpuBackend : public HostBackend {
  public:
   CpuBackend() {
     // one "block" is one call of a program on one thread; 16-byte vectors are what every CPU kiln
@@ -117,8 +117,6 @@ class CpuBackend : public Backend {
   }
 
   Launcher& launcher() override { return launcher_; }
-  void synchronize() override {}  // work is done when its call returns
-  std::unique_ptr<Timer> timer() override { return std::make_unique<WallTimer>(); }
 
  private:
   DeviceLimits limits_;

@@ -14,9 +14,9 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
+#include "runtime/host_backend.h"
 #include "runtime/ref/program.h"
 #include "runtime/thread_pool.h"
-#include "runtime/wall_timer.h"
 
 namespace kiln::runtime {
 
@@ -82,7 +82,7 @@ class RefLauncher : public Launcher {
   const Blocks& blocks_;
 };
 
-class RefBackend : public Backend {
+class RefBackend : public HostBackend {
  public:
   // the CPU's lowering (Target::CPU, one thread per "block"): the programs the C renderer renders
   RefBackend()
@@ -135,8 +135,6 @@ class RefBackend : public Backend {
   }
 
   Launcher& launcher() override { return launcher_; }
-  void synchronize() override {}  // work is done when its call returns
-  std::unique_ptr<Timer> timer() override { return std::make_unique<WallTimer>(); }
 
  private:
   DeviceLimits limits_;
