@@ -84,6 +84,17 @@ std::string RendererBase::store_value(const Inst& in) {
   return is_half(t) ? float_to_half(t, v(in.src[2])) : v(in.src[2]);
 }
 
+RendererBase::RendererBase(const Program& p) : p_(p), names_(p.insts.size()), users_(p.insts.size()) {
+  for (const Inst& in : p.insts)
+    for (int s : in.src) users_[static_cast<size_t>(s)]++;
+}
+
+bool RendererBase::divides(const Inst& mul, int k) const {
+  int r = mul.src[static_cast<size_t>(k)];
+  return mul.op == Op::MUL && is_float(mul.dtype) && p_.insts[static_cast<size_t>(r)].op == Op::RECIP &&
+         users_[static_cast<size_t>(r)] == 1;
+}
+
 bool RendererBase::accumulates(const Inst& in) const {
   return in.arg.size() == 1 && in.arg[0] == 1 && !in.src.empty() &&
          p_.insts[static_cast<size_t>(in.src[0])].op == Op::DEFINE_ACC;
@@ -93,8 +104,7 @@ std::string RendererBase::accumulate(const Inst& in) {
   const Inst& m = p_.insts[static_cast<size_t>(in.src[1])];
   bool fused = in.op == Op::ADD && (in.dtype == DType::F32 || in.dtype == DType::F64) && m.op == Op::MUL &&
                m.dtype == in.dtype;
-  for (size_t k = 0; fused && k < 2; k++)  // a * recip(b) renders as a division
-    fused = p_.insts[static_cast<size_t>(m.src[k])].op != Op::RECIP;
+  for (int k = 0; fused && k < 2; k++) fused = !divides(m, k);
   if (!fused) return alu(in);
   return fma(v(m.src[0]), v(m.src[1]), v(in.src[0]), in.dtype == DType::F64);
 }
@@ -130,11 +140,10 @@ std::string RendererBase::alu(const Inst& in) {
       return bitcast(t, from, a(0));
     }
     case Op::ADD: return a(0) + " + " + a(1);
-    case Op::MUL:  // a * recip(b) is an IEEE division: correctly rounded, as a / b is
-      for (int k = 0; k < 2; k++) {
-        const Inst& r = p_.insts[static_cast<size_t>(in.src[static_cast<size_t>(k)])];
-        if (r.op == Op::RECIP && f) return a(1 - k) + " / " + v(r.src[0]);
-      }
+    case Op::MUL:
+      for (int k = 0; k < 2; k++)
+        if (divides(in, k))
+          return a(1 - k) + " / " + v(p_.insts[static_cast<size_t>(in.src[static_cast<size_t>(k)])].src[0]);
       return a(0) + " * " + a(1);
     case Op::MAX:
       if (f)

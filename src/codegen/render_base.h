@@ -17,7 +17,7 @@ std::string literal(const Inst& in);
 
 class RendererBase {
  public:
-  explicit RendererBase(const Program& p) : p_(p), names_(p.insts.size()) {}
+  explicit RendererBase(const Program& p);
   virtual ~RendererBase() = default;
 
  protected:
@@ -52,9 +52,14 @@ class RendererBase {
   virtual std::string float_to_half(DType t, const std::string& val) = 0;
   virtual std::string bitcast(DType to, DType from, const std::string& x) = 0;
 
+  // a * recip(b) renders as the division a / b (correctly rounded) when the multiply is recip(b)'s
+  // only user; a reciprocal that several values share is computed once and multiplied
+  bool divides(const Inst& mul, int k) const;
+
   const Program& p_;
   std::vector<std::string> names_;
-  std::string suffix_;  // appended to the names def() gives (a lane's copy of a value: "_2")
+  std::vector<int> users_;  // instructions that read each instruction
+  std::string suffix_;      // appended to the names def() gives (a lane's copy of a value: "_2")
   std::ostringstream os_;
   int indent_ = 0;
 };
