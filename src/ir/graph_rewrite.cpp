@@ -134,6 +134,14 @@ const RuleSet& movement_rules() {
       if (x == n->src[0]) return nullptr;
       return make(Op::PERMUTE, n->dtype, n->shape, {x}, perm);
     });
+    // a cast of a permuted view is the view of the cast: realized, the cast keeps its source's layout
+    // (a bf16 copy of a transposed weight is a plain copy, and the matmul reads it transposed)
+    r.on(Op::CAST, [](const NodeRef& n) -> NodeRef {
+      const NodeRef& p = n->src[0];
+      if (p->op != Op::PERMUTE) return nullptr;
+      NodeRef c = make(Op::CAST, n->dtype, p->src[0]->shape, {p->src[0]});
+      return make(Op::PERMUTE, n->dtype, n->shape, {c}, p->arg);
+    });
     // attention that no kernel computes is its composite: lowered here, in the first pass, so the
     // passes after see its matmuls, and again wherever a later movement pass uncovers attention
     // below a realized view

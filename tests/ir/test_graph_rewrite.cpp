@@ -88,6 +88,18 @@ TEST(GraphRewrite, AWideningCastRoundTripVanishesThroughViews) {
   EXPECT_EQ(rw(x.to(DType::BF16).to(DType::F32))->op, Op::CAST);
 }
 
+// a cast of a transposed buffer casts the buffer in its own layout: realized, it is a plain copy
+TEST(GraphRewrite, ACastOfAPermutedViewIsThePermutedCast) {
+  Tensor w = arange(6).to(DType::F32).reshape({2, 3}).contiguous().realize();
+  NodeRef n = rw(w.t().to(DType::BF16));
+  ASSERT_EQ(n->op, Op::PERMUTE);
+  ASSERT_EQ(n->src[0]->op, Op::CAST);
+  EXPECT_EQ(n->src[0]->shape, (Shape{2, 3}));
+  EXPECT_EQ(n->src[0]->src[0].get(), w.node().get());
+  EXPECT_EQ(n->shape, (Shape{3, 2}));
+  EXPECT_EQ(w.t().to(DType::BF16).to(DType::F32).to_vector<float>(), (std::vector<float>{0, 3, 1, 4, 2, 5}));
+}
+
 TEST(GraphRewrite, ViewsOfConstantsAreConstants) {
   NodeRef n = rw(full({3}, 2.5f).reshape({3, 1}).expand({3, 4}).permute({1, 0}));
   ASSERT_EQ(n->op, Op::CONST);
