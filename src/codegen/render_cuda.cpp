@@ -103,7 +103,7 @@ class CudaRenderer : public RendererBase {
           std::to_string(k.launch.work) + "LL; t = " + std::to_string(k.launch.work) + "LL) {");
     else if (block_reduce_)
       out("for (int64_t t = blockIdx.x; t < " + std::to_string(k.launch.work) + "LL; t += gridDim.x) {");
-    else if (k.launch.lanes > 1)
+    else if (k.launch.step > 1)
       out("for (int64_t t = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) * " + lanes + "; t < " +
           std::to_string(k.launch.work) + "LL; t += (int64_t)gridDim.x * blockDim.x * " + lanes + ") {");
     else
@@ -207,12 +207,23 @@ class CudaRenderer : public RendererBase {
   void plan_lanes(CudaLaunch& l, const std::vector<size_t>& globals) {
     auto lane_size = [&](size_t r) { return p_.insts[r].arg[1] % kLanes == 0; };
     if (l.kind == CudaLaunch::Kind::Elementwise) {
-      for (auto& in : p_.insts)  // (an adding store is one atomic per element)
-        if ((in.op == Op::RANGE && in.arg[2] != ir::kGlobalRange) || in.op == Op::DEFINE_ACC ||
-            (in.op == Op::STORE && !in.arg.empty()))
-          return;
-      if (globals.empty() || !lane_size(globals.back())) return;
-      laned_.insert(globals.back());
+      bool reduces = false;
+      for (auto& in : p_.insts) {  // (an adding store is one atomic per element)
+        if (in.op == Op::STORE && !in.arg.empty()) return;
+        reduces |= (in.op == Op::RANGE && in.arg[2] != ir::kGlobalRange) || in.op == Op::DEFINE_ACC;
+      }
+      if (reduces) {
+        // a short reduce each thread walks alone: its contiguous innermost loop takes kLanes values
+        // a step (one vector load each, not one access a value), added in the loop's order
+        for (size_t i = 0; i < p_.insts.size(); i++) {
+          const Inst& in = p_.insts[i];
+          if (in.op == Op::RANGE && in.arg[2] == ir::kReduceRange && in.arg.size() > 4 && in.arg[4] &&
+              lane_size(i))
+            laned_.insert(i);
+        }
+      } else if (!globals.empty() && lane_size(globals.back())) {
+        laned_.insert(globals.back());
+      }
     } else if (l.kind == CudaLaunch::Kind::BlockReduce && l.split == 1) {
       for (auto& [r, accs] : split_)
         if (lane_size(r)) laned_.insert(r);
@@ -257,6 +268,8 @@ class CudaRenderer : public RendererBase {
     }
     lanes_.assign(p_.insts.size(), {});
     if (!laned_.empty()) l.lanes = kLanes;
+    for (size_t r : laned_)  // a laned output loop: kLanes outputs a step of the grid-stride loop
+      if (l.kind == CudaLaunch::Kind::Elementwise && p_.insts[r].arg[2] == ir::kGlobalRange) l.step = kLanes;
   }
 
   // How an integer value moves from one lane to the next (nullopt: not by a fixed step).
@@ -481,6 +494,11 @@ class CudaRenderer : public RendererBase {
       if (fills_.count(static_cast<size_t>(i))) out("#pragma unroll 8");
       out("for (int64_t " + n + " = threadIdx.x" + w + "; " + n + " < " + size + "; " + n + " += blockDim.x" +
           w + ") {");
+      set_range_lanes(i);
+    } else if (laned_.count(static_cast<size_t>(i))) {
+      out("#pragma unroll 4");
+      out("for (int64_t " + n + " = 0; " + n + " < " + size + "; " + n + " += " + std::to_string(kLanes) +
+          ") {");
       set_range_lanes(i);
     } else
       out("for (int64_t " + n + " = 0; " + n + " < " + size + "; " + n + "++) {");

@@ -40,9 +40,10 @@ struct CudaLaunch {
   // BlockReduce: bytes of rows a block reads from memory more than once (past the shared-memory
   // budget); the launch runs few enough blocks at once for L2 to hold them all
   int64_t reread_bytes = 0;
-  // Consecutive values a thread takes of a laned loop (see above); Elementwise: outputs per step of
-  // the grid-stride loop. Over 1, the kernel's buffers must be 16-byte aligned.
+  // Consecutive values a thread takes of a laned loop (see above). Over 1, the kernel's buffers must
+  // be 16-byte aligned.
   int lanes = 1;
+  int step = 1;  // Elementwise: outputs a thread takes a step of its grid-stride loop (lanes, or 1)
 };
 
 struct CudaKernel {

@@ -128,6 +128,24 @@ TEST(RenderCuda, ShortRowsKeepOneThreadPerOutput) {
   EXPECT_FALSE(has(ks[0].source, "kiln_block_reduce(")) << ks[0].source;
 }
 
+// A short contiguous reduce a thread walks alone loads 4 values a step (one vector access), adds
+// them in the loop's order, and the thread still takes one output a step.
+TEST(RenderCuda, ShortRowsLoadFourValuesAStep) {
+  Tensor g = kiln::testing::random_tensor({2, 16, 3, 64}, DType::BF16, -1, 1, 5);
+  Tensor o = kiln::testing::random_tensor({2, 16, 3, 64}, DType::BF16, -1, 1, 6);
+  Tensor d = (g.permute({0, 2, 1, 3}).to(DType::F32) * o.permute({0, 2, 1, 3}).to(DType::F32)).sum(-1);
+  auto ks = lower_all(d);
+  ASSERT_EQ(ks.size(), 1u);
+  const auto& k = ks[0];
+  EXPECT_EQ(k.launch.kind, codegen::CudaLaunch::Kind::Elementwise);
+  EXPECT_EQ(k.launch.lanes, 4);
+  EXPECT_EQ(k.launch.step, 1);
+  EXPECT_EQ(count(k.source, "*(const kiln_v4<uint16_t>*)"), 2) << k.source;
+  EXPECT_TRUE(has(k.source, "+= 4) {")) << k.source;
+  EXPECT_TRUE(has(k.source, "t += (int64_t)gridDim.x * blockDim.x)")) << k.source;
+  EXPECT_EQ(count(k.source, "fmaf("), 4) << k.source;
+}
+
 TEST(RenderCuda, HalvesAndBitcastsUseDeviceConversions) {
   Tensor h = kiln::testing::random_tensor({300}, DType::BF16, -1, 1, 5);
   auto ks = lower_all((h * 2).to(DType::F16));
