@@ -448,6 +448,29 @@ NodeRef split_sum(const NodeRef& n) {
   return build_sum(quot, kq) + idiv(r, *c);
 }
 
+// A factor a of c that divides part of a sum: x = a*T + r with 0 <= r < a and T >= 0 gives
+// x//c == T//(c/a) and x%c == (T%(c/a))*a + r, since x//a == T and x%a == r (floor division of
+// nonnegatives). (b*50304 + v)//(1024*50304) -> b//1024 for 0 <= v < 50304.
+NodeRef split_factor(const NodeRef& n) {
+  auto c = as_const(n->src[1]);
+  const NodeRef& x = n->src[0];
+  if (!c || *c <= 1 || vmin(x) < 0) return nullptr;
+  Sum s = flatten_sum(x);
+  for (auto& cand : s.terms) {
+    int64_t a = static_cast<int64_t>(std::gcd(magnitude(*c), magnitude(cand.coeff)));
+    if (a <= 1 || a == *c) continue;
+    std::vector<Term> whole, rest;
+    for (auto& t : s.terms)
+      (t.coeff % a == 0 ? whole : rest).push_back(t.coeff % a == 0 ? Term{t.base, t.coeff / a} : t);
+    int64_t kq = floor_div(s.konst, a);
+    NodeRef r = build_sum(rest, s.konst - kq * a), q = build_sum(whole, kq);
+    if (vmin(r) < 0 || vmax(r) >= a || vmin(q) < 0) continue;
+    if (n->op == Op::IDIV) return idiv(q, *c / a);
+    return mod(q, *c / a) * a + r;
+  }
+  return nullptr;
+}
+
 // (x//a)//b == x//(a*b) for a, b > 0: floor(floor(x/a)/b) == floor(x/(a*b)) for x >= 0, and C
 // division is sign-symmetric (trunc(x/d) == -trunc(-x/d)), so it holds for negative x too.
 NodeRef div_of_div(const NodeRef& n) {
@@ -604,6 +627,7 @@ RuleSet build_rules() {
   on({Op::IDIV}, div_identity);
   on({Op::IDIV, Op::MOD}, common_factor);
   on({Op::IDIV, Op::MOD}, split_sum);
+  on({Op::IDIV, Op::MOD}, split_factor);
   on({Op::IDIV}, div_of_div);
   on({Op::IDIV}, div_of_mod);
   on({Op::MOD}, mod_identity);

@@ -249,6 +249,17 @@ TEST(SimplifyRules, DivModOfSums) {
   EXPECT_EQ(simplify(negr), negr);
 }
 
+// a factor of the divisor that divides part of the sum: (b*v + j)//(k*v) == b//k for 0 <= j < v
+TEST(SimplifyRules, DivModByAMultipleOfAPartsFactor) {
+  NodeRef b = range(0, 16384, false), j = range(1, 50304, false), y = range(2, 3, false);
+  EXPECT_EQ(simplify(idiv(b * 50304 + j, 1024 * 50304)), idiv(b, 1024));
+  EXPECT_EQ(simplify(mod(b * 50304 + j, 1024 * 50304)), mod(b, 1024) * 50304 + j);
+  EXPECT_EQ(simplify(idiv(b * 6 + y * 2 + 1, 12)), idiv(b, 2));  // y*2 + 1 < 6
+  // the rest may reach the factor: no split
+  NodeRef over = idiv(b * 50304 + j + 1, 1024 * 50304);
+  EXPECT_EQ(simplify(over), over);
+}
+
 TEST(SimplifyRules, DivModByBounds) {
   NodeRef x = range(0, 8, false), y = range(1, 4, false);
   EXPECT_EQ(simplify(idiv(x, 8)), const_int(0));
