@@ -612,6 +612,82 @@ Rule index_rule(NodeRef (*f)(const NodeRef&)) {
   };
 }
 
+// --- the index of a gated load, simplified where its gate holds ---
+
+struct Narrowed {
+  NodeRef range;
+  int64_t lo, hi;
+};
+
+// Tightens the bounds of RANGE nodes from one clause `e < c` or `e >= c` of a gate, for e a sum of
+// RANGE terms: each term's bound given the other terms' extremes.
+void tighten(const NodeRef& clause, std::unordered_map<const Node*, Narrowed>& b) {
+  bool below = clause->op == Op::CMPLT;
+  NodeRef cmp = clause;
+  if (clause->op == Op::XOR && clause->src[0]->op == Op::CMPLT && as_const(clause->src[1]) == 1)
+    cmp = clause->src[0];
+  else if (!below)
+    return;
+  auto c = as_const(cmp->src[1]);
+  if (!c || cmp->src[0]->dtype != DType::I64) return;
+  Sum s = flatten_sum(cmp->src[0]);
+  constexpr int64_t kBig = int64_t{1} << 31;
+  for (auto& t : s.terms)
+    if (t.base->op != Op::RANGE || t.coeff > kBig || t.coeff < -kBig || t.base->arg[1] > kBig) return;
+  for (auto& t : s.terms) b.emplace(t.base.get(), Narrowed{t.base, 0, t.base->arg[1] - 1});
+  auto least = [&](const Term& t) -> __int128 {
+    const Narrowed& r = b.at(t.base.get());
+    return static_cast<__int128>(t.coeff) * (t.coeff > 0 ? r.lo : r.hi);
+  };
+  auto most = [&](const Term& t) -> __int128 {
+    const Narrowed& r = b.at(t.base.get());
+    return static_cast<__int128>(t.coeff) * (t.coeff > 0 ? r.hi : r.lo);
+  };
+  for (auto& t : s.terms) {
+    // below: coeff*x <= c - 1 - konst - (the others' least); else coeff*x >= c - konst - (their most)
+    __int128 rest = static_cast<__int128>(*c) - s.konst - (below ? 1 : 0);
+    for (auto& o : s.terms)
+      if (o.base != t.base) rest -= below ? least(o) : most(o);
+    Narrowed& r = b.at(t.base.get());
+    __int128 a = t.coeff > 0 ? t.coeff : -static_cast<__int128>(t.coeff), v = t.coeff > 0 ? rest : -rest;
+    // coeff > 0: x <= floor(v/a) (below) or x >= ceil(v/a); coeff < 0 flips the side
+    __int128 fl = v >= 0 ? v / a : -((-v + a - 1) / a), cl = v >= 0 ? (v + a - 1) / a : -((-v) / a);
+    if (below == (t.coeff > 0)) {
+      if (fl < r.hi) r.hi = static_cast<int64_t>(std::max<__int128>(fl, r.lo - 1));
+    } else if (cl > r.lo) {
+      r.lo = static_cast<int64_t>(std::min<__int128>(cl, r.hi + 1));
+    }
+  }
+}
+
+// LOAD(buf, idx, gate): idx only matters where the gate holds, so idx is simplified over the
+// ranges the gate's clauses leave (a padded view's index: (c - 1536)//64 where c >= 1536). A
+// narrowed range x in [lo, hi] is x' + lo for a fresh x' in [0, hi - lo] while simplifying.
+NodeRef load_given_gate(const NodeRef& n) {
+  if (n->src.size() != 3 || n->src[1]->dtype != DType::I64) return nullptr;
+  std::unordered_map<const Node*, Narrowed> bounds;
+  std::vector<NodeRef> clauses{n->src[2]};
+  for (size_t i = 0; i < clauses.size(); i++) {
+    if (clauses[i]->op != Op::AND) {
+      tighten(clauses[i], bounds);
+      continue;
+    }
+    clauses.push_back(clauses[i]->src[0]);
+    clauses.push_back(clauses[i]->src[1]);
+  }
+  std::unordered_map<const Node*, NodeRef> in, out;
+  for (auto& [p, r] : bounds) {
+    if (r.lo > r.hi || (r.lo == 0 && r.hi == r.range->arg[1] - 1)) continue;
+    NodeRef x = range((int64_t{1} << 40) + r.range->arg[0], r.hi - r.lo + 1, false);
+    in[p] = r.lo ? x + r.lo : x;
+    out[x.get()] = r.lo ? r.range + (-r.lo) : r.range;
+  }
+  if (in.empty()) return nullptr;
+  NodeRef idx = simplify(substitute(simplify(substitute(n->src[1], in)), out));
+  if (idx == n->src[1]) return nullptr;
+  return make(Op::LOAD, n->dtype, n->shape, {n->src[0], idx, n->src[2]}, n->arg, n->fval);
+}
+
 RuleSet build_rules() {
   RuleSet rs("symbolic");
   auto on = [&](std::initializer_list<Op> ops, NodeRef (*f)(const NodeRef&)) { rs.on(ops, index_rule(f)); };
@@ -640,6 +716,7 @@ RuleSet build_rules() {
   on({Op::MAX}, max_by_bounds);
   on({Op::WHERE}, where_select);
   on({Op::CAST}, cast_noop);
+  rs.on({Op::LOAD}, load_given_gate);
   return rs;
 }
 

@@ -260,6 +260,27 @@ TEST(SimplifyRules, DivModByAMultipleOfAPartsFactor) {
   EXPECT_EQ(simplify(over), over);
 }
 
+// A gated load's index is simplified where its gate holds: a padded view's (c - 1536)//64 with
+// c = g*64 + j and the gate c >= 1536 is g - 24; points outside the gate are never loaded.
+TEST(SimplifyRules, AGatedLoadsIndexIsSimplifiedWhereTheGateHolds) {
+  NodeRef g = range(0, 36, false), j = range(1, 64, false);
+  NodeRef c = g * 64 + j + -1536;
+  NodeRef buf = make(Op::DEFINE_GLOBAL, DType::F32, {}, {}, {3});
+  NodeRef gate = ge(g * 64 + j, 1536);
+  NodeRef load = make(Op::LOAD, DType::F32, {}, {buf, idiv(c, 64) * 1000 + mod(c, 64), gate});
+  NodeRef s = simplify(load);
+  ASSERT_EQ(s->op, Op::LOAD);
+  EXPECT_EQ(s->src[1], simplify(g * 1000 + j + -24000));
+  EXPECT_EQ(s->src[2], simplify(gate));
+  // both sides of a window: 8 <= g*64 + j < 16 leaves g = 0
+  NodeRef window =
+      make(Op::LOAD, DType::F32, {}, {buf, idiv(g * 64 + j, 4), land(ge(g * 64 + j, 8), lt(g * 64 + j, 16))});
+  EXPECT_EQ(simplify(window)->src[1], simplify(idiv(j, 4)));
+  // without a gate the index stays
+  NodeRef plain = make(Op::LOAD, DType::F32, {}, {buf, idiv(c, 64)});
+  EXPECT_EQ(simplify(plain)->src[1], simplify(idiv(c, 64)));
+}
+
 TEST(SimplifyRules, DivModByBounds) {
   NodeRef x = range(0, 8, false), y = range(1, 4, false);
   EXPECT_EQ(simplify(idiv(x, 8)), const_int(0));
@@ -352,7 +373,8 @@ TEST(SimplifyRules, RulesAreIndexedByOp) {
   const RuleSet& rs = symbolic_rules();
   EXPECT_EQ(&rs, &symbolic_rules());
   EXPECT_FALSE(rs.rules_for(Op::IDIV).empty());
-  EXPECT_TRUE(rs.rules_for(Op::LOAD).empty());
+  EXPECT_TRUE(rs.rules_for(Op::EXP2).empty());
+  EXPECT_EQ(rs.rules_for(Op::LOAD).size(), 1u);  // a gated load's index (load_given_gate)
 }
 
 // ---------------------------------------------------------------------------------------------
