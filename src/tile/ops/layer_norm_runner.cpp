@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <utility>
 
+#include "engine/launch_observer.h"
 #include "engine/runners.h"
 #include "ir/layer_norm_parts.h"
 #include "kiln/tile_ops.h"
@@ -51,7 +53,13 @@ struct LayerNormLaunch {
   }
 };
 
+// Made once per kernel, whatever realize first needs it: the memory it makes for itself (and the
+// kernels that fill it) belong to no kiln::Jit step that happens to be recording.
 std::shared_ptr<LayerNormLaunch> make_launch(const schedule::Kernel& k, const runtime::Backend& b) {
+  struct Unobserved {
+    engine::LaunchObserver* was = std::exchange(engine::launch_observer(), nullptr);
+    ~Unobserved() { engine::launch_observer() = was; }
+  } unobserved;
   const ir::NodeRef& first = k.outputs[0];
   const bool fwd = ir::is_forward(ir::layer_norm_part(first->arg));
   const Device dev = device_of(*first);
