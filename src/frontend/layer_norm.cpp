@@ -3,10 +3,14 @@
 // here puts it in place of each node no runner takes.
 #include "frontend/layer_norm.h"
 
+#include <atomic>
+#include <unordered_map>
+
 #include "engine/runners.h"
 #include "frontend/autocast.h"
 #include "frontend/graph.h"
 #include "ir/graph_rewrite.h"
+#include "ir/rewrite.h"
 #include "kiln/debug.h"
 
 namespace kiln::frontend {
@@ -29,6 +33,31 @@ NodeRef lower_layer_norm(const NodeRef& n) {
 // that makes LAYER_NORM nodes
 [[maybe_unused]] const bool lowering_registered =
     (ir::set_lowering(ir::Op::LAYER_NORM, &lower_layer_norm), true);
+
+// The gradients of the sources of n through its composite, each source a leaf: the composite is
+// differentiated over stand-ins of the sources (the statistics and dy of a backward part depend on
+// x too, and the walk from n goes on through them itself), which the gradients then name again.
+std::vector<std::optional<Tensor>> composite_backward(const NodeRef& n, const Tensor& g) {
+  static std::atomic<int64_t> made{0};
+  std::vector<Tensor> stand_ins;
+  std::unordered_map<const ir::Node*, NodeRef> back;
+  for (const NodeRef& s : n->src) {
+    if (s->device < 0) {  // a graph of constants: no gradient flows below it
+      stand_ins.push_back(Tensor(s));
+      continue;
+    }
+    NodeRef p = ir::make(ir::Op::BUFFER, s->dtype, s->shape, {}, {-1 - made++, s->device});  // no buffer
+    back[p.get()] = s;
+    stand_ins.push_back(Tensor(p));
+  }
+  std::vector<NodeRef> src;
+  for (const Tensor& t : stand_ins) src.push_back(t.node());
+  NodeRef copy = ir::make(ir::Op::LAYER_NORM, n->dtype, n->shape, src, n->arg, n->fval);
+  std::vector<Tensor> grads = kiln::grad({layer_norm_composite(copy)}, stand_ins, {g});
+  std::vector<std::optional<Tensor>> out;
+  for (const Tensor& gr : grads) out.push_back(Tensor(ir::substitute(gr.node(), back)));
+  return out;
+}
 
 }  // namespace
 
@@ -92,12 +121,7 @@ Tensor layer_norm_composite(const NodeRef& n) {
 
 std::vector<std::optional<Tensor>> layer_norm_backward(const NodeRef& n, const Tensor& g) {
   const LayerNormPart part = ir::layer_norm_part(n->arg);
-  if (part != LayerNormPart::Y) {  // statistics and gradients: through their composite
-    std::vector<Tensor> src;
-    for (const NodeRef& s : n->src) src.push_back(Tensor(s));
-    std::vector<Tensor> grads = kiln::grad({layer_norm_composite(n)}, src, {g});
-    return {grads.begin(), grads.end()};
-  }
+  if (part != LayerNormPart::Y) return composite_backward(n, g);
   const double eps = n->fval;
   NodeRef mean = layer_norm_part(LayerNormPart::Mean, n->src, eps),
           rstd = layer_norm_part(LayerNormPart::Rstd, n->src, eps);

@@ -120,6 +120,23 @@ TEST(Runners, TileLayerNormGradientsMatchFiniteDifferences) {
     }
 }
 
+// Second derivatives: the backward's LAYER_NORM nodes are differentiated through their composite.
+TEST(Runners, TileLayerNormSecondDerivativesMatchTheGeneratedKernels) {
+  auto second = [](const char* mode) {
+    Mode m(mode);
+    Tensor x = random_tensor({6, 40}, DType::F32, -1, 2, 19),
+           w = random_tensor({40}, DType::F32, 0.5, 1.5, 20);
+    Tensor b = random_tensor({40}, DType::F32, -1, 1, 21), r = random_tensor({6, 40}, DType::F32, -1, 1, 22);
+    x.requires_grad_(), w.requires_grad_();
+    Tensor gx = grad({(F::layer_norm(x, {40}, w, b) * r).sum()}, {x})[0];
+    std::vector<Tensor> g2 = grad({(gx * gx).sum()}, {x, w});
+    return std::make_pair(g2[0].to_vector<double>(), g2[1].to_vector<double>());
+  };
+  auto tile = second("tile"), generated = second("generated");
+  EXPECT_LE(worst(tile.first, generated.first), 1e-3);
+  EXPECT_LE(worst(tile.second, generated.second), 1e-3);
+}
+
 // On the ref device no runner takes LAYER_NORM nodes: their composite runs, no tile program.
 TEST(Runners, RefDeviceTakesTheComposite) {
   Mode m("tile");
