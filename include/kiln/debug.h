@@ -28,8 +28,9 @@ struct Settings {
   bool profile = false;    // KILN_PROFILE=1: time each schedule's kernels on the device (Stats::device_ms)
   bool cuda_graph = true;  // KILN_CUDA_GRAPH=0: kiln::Jit replays on CUDA launch each kernel, no CUDA graph
   bool cuda_lineinfo = false;  // KILN_CUDA_LINEINFO=1: NVRTC adds line tables (Nsight Compute's source view)
-  // KILN_LAYERNORM=tile: F::layer_norm on CPU f32/bf16 tensors runs the tile kernels of
-  // kernels/layernorm (forward and backward) instead of the generated kernels ("generated")
+  // KILN_LAYERNORM=tile: F::layer_norm builds LAYER_NORM nodes that the tile runner runs with the
+  // kernels of kernels/layernorm (forward and backward; f32/bf16 on the CPU and Hopper GPUs, their
+  // composite elsewhere) instead of the generated kernels ("generated")
   std::string layernorm = "generated";
   std::string device = "cpu";   // KILN_DEVICE: where tensors that name no device go
   std::string nvrtc, cublaslt;  // KILN_NVRTC, KILN_CUBLASLT: library paths tried first

@@ -14,11 +14,6 @@ namespace kiln::tile {
 
 inline constexpr int64_t kTileSize = 32;
 
-// Shared memory one thread block may have on an H100 or H200 (227 KB). On the GPU a core's CBs live
-// there; every backend checks before a launch that a program's CBs fit it (the CPU one against this
-// value, so an oversize kernel fails without a GPU too) and throws kiln::Error listing the CBs.
-inline constexpr int64_t kSharedMemoryPerBlock = 232448;
-
 // The most cores a program may have: each costs a CPU launch a stack per role (256 KB) and its CBs,
 // a GPU launch a thread block.
 inline constexpr int64_t kMaxCores = 65536;
@@ -96,8 +91,10 @@ class Program {
   // the GPU backend's barriers and counters (40 bytes per buffer slot and 24 per CB per warp, the
   // whole 128-byte aligned).
   int64_t cb_bytes() const;
-  // What a program's CBs may take per core: kSharedMemoryPerBlock less the runtime's own
-  // per-block state. run() throws beyond it (on the GPU: the device's own shared memory, less that).
+  // What a program's CBs may take per core on the CPU: the memory its backend allows a core
+  // (runtime::Backend::limits().tile_core_bytes: a Hopper GPU's shared memory per block, so that an
+  // oversize kernel fails without a GPU too) less the runtime's own per-block state. run() throws
+  // beyond it (on a GPU: that device's shared memory per block, less the same state), listing the CBs.
   static int64_t cb_bytes_limit();
 
   // Compiles the kernel if this exact program was not compiled before (in memory or on disk),
@@ -115,6 +112,8 @@ class Program {
   std::string generated_cuda_source() const;
 
   struct Desc;  // everything declared (src/tile/program_desc.h)
+  // The declarations, for the tile layer's runners (src/tile/runner_launch.h).
+  const std::shared_ptr<Desc>& desc() const { return d_; }
 
  private:
   Program& set_runtime_args(int core, const int64_t* values, size_t n);

@@ -13,6 +13,10 @@ struct DeviceLimits {
   int vector_bytes = 16;                 // the widest load or store one thread makes
   int cores = 1;                         // multiprocessors of a GPU, worker threads of the CPU
   int64_t l2_bytes = 0;                  // last-level cache, where known
+  // Memory one core of a tile program may have for its CBs (src/tile): a GPU block's shared memory
+  // (opt-in limit); the CPU holds tile programs to an H100's (227 KB), so that one that runs there
+  // runs on the GPU too; 0 where tile programs do not run.
+  int64_t tile_core_bytes = 0;
 };
 
 }  // namespace kiln::codegen

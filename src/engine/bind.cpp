@@ -2,7 +2,6 @@
 // (and a profile times the device, not the host's preparation).
 #include <iostream>
 
-#include "engine/library_gemm.h"
 #include "engine/stages.h"
 #include "kiln/debug.h"
 #include "kiln/error.h"
@@ -26,8 +25,8 @@ void describe(size_t i, const schedule::Kernel& k, const codegen::Lowered& low, 
 }  // namespace
 
 std::vector<Bound> bind_launches(const schedule::Schedule& s, const Lowerings& lowered,
-                                 const std::vector<runtime::Launch>& programs, const Memory& m,
-                                 runtime::Backend& b, Device device) {
+                                 const std::vector<runtime::Launch>& programs, const Runners& r,
+                                 const Memory& m, runtime::Backend& b, Device device) {
   const std::string gemm_library = b.gemm_library();
   for (auto& n : s.empty) ir::set_buffer(*n, std::make_shared<Buffer>(n->dtype, 0, device));
   std::vector<Bound> bound;
@@ -50,8 +49,7 @@ std::vector<Bound> bind_launches(const schedule::Schedule& s, const Lowerings& l
     }
     runtime::Launch& launch = bd.launch;
     launch.parallel = launch.parallel && p.flops + static_cast<double>(k.outputs[0]->numel()) >= 32768;
-    if (!gemm_library.empty() && lowered[i]->launch.kind != codegen::CudaLaunch::Kind::Grid)
-      use_library_gemm(launch, k);
+    r[i]->bind(launch, k);
     if (launch.gemm) stats().gemm_launches++;
     if (launch.cuda.kind == codegen::CudaLaunch::Kind::Grid) stats().attention_launches++;
     if (settings().debug >= 3) describe(i, k, *lowered[i], launch, gemm_library);

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "ir/attention_layout.h"
+#include "ir/layer_norm_parts.h"
 #include "ir/scalar_alu.h"
 #include "kiln/error.h"
 #include "runtime/buffer.h"
@@ -401,6 +402,61 @@ Array eval_elementwise(const Node& n, const std::vector<const Array*>& s) {
   return out;
 }
 
+// A part of layer norm (ir/layer_norm_parts.h) over rows of a 2D input, in f64, rounded once. The
+// backward's statistics are its mean and rstd sources, as the kernels read them.
+Array eval_layer_norm(const Node& n, const std::vector<const Array*>& s) {
+  auto part = ir::layer_norm_part(n.arg);
+  if (static_cast<int>(s.size()) != ir::layer_norm_sources(part)) fail(n, "LAYER_NORM has the wrong sources");
+  const bool fwd = ir::is_forward(part);
+  const Array& x = fwd ? *s[0] : *s[1];
+  const Array& w = fwd ? *s[1] : *s[2];
+  if (x.shape.size() != 2 || w.numel() != x.shape[1]) fail(n, "LAYER_NORM needs x (N, C) and weight (C)");
+  const int64_t N = x.shape[0], C = x.shape[1];
+  Array out = make_array(n.shape, n.dtype);
+  std::vector<double> dw(static_cast<size_t>(C)), db(static_cast<size_t>(C));
+  for (int64_t i = 0; i < N; i++) {
+    const double* xi = &x.f[i * C];
+    double mean = 0, var = 0;
+    if (fwd) {
+      for (int64_t c = 0; c < C; c++) mean += xi[c];
+      mean /= static_cast<double>(C);
+      for (int64_t c = 0; c < C; c++) var += (xi[c] - mean) * (xi[c] - mean);
+    }
+    const double rstd = fwd ? 1 / std::sqrt(var / static_cast<double>(C) + n.fval) : s[4]->f[i];
+    if (!fwd) mean = s[3]->f[i];
+    switch (part) {
+      case ir::LayerNormPart::Y:
+        for (int64_t c = 0; c < C; c++)
+          out.f[i * C + c] = round_to((xi[c] - mean) * rstd * w.f[c] + s[2]->f[c], n.dtype);
+        break;
+      case ir::LayerNormPart::Mean: out.f[i] = round_to(mean, n.dtype); break;
+      case ir::LayerNormPart::Rstd: out.f[i] = round_to(rstd, n.dtype); break;
+      default: {
+        const double* dy = &s[0]->f[i * C];
+        double g_mean = 0, gx_mean = 0;
+        for (int64_t c = 0; c < C; c++) {
+          const double xhat = (xi[c] - mean) * rstd, g = dy[c] * w.f[c];
+          g_mean += g;
+          gx_mean += g * xhat;
+          dw[static_cast<size_t>(c)] += dy[c] * xhat;
+          db[static_cast<size_t>(c)] += dy[c];
+        }
+        g_mean /= static_cast<double>(C);
+        gx_mean /= static_cast<double>(C);
+        if (part == ir::LayerNormPart::Dx)
+          for (int64_t c = 0; c < C; c++) {
+            const double xhat = (xi[c] - mean) * rstd;
+            out.f[i * C + c] = round_to(rstd * (dy[c] * w.f[c] - g_mean - xhat * gx_mean), n.dtype);
+          }
+      }
+    }
+  }
+  if (part == ir::LayerNormPart::Dweight || part == ir::LayerNormPart::Dbias)
+    for (int64_t c = 0; c < C; c++)
+      out.f[c] = round_to((part == ir::LayerNormPart::Dweight ? dw : db)[static_cast<size_t>(c)], n.dtype);
+  return out;
+}
+
 Array eval_node(const Node& n, const std::vector<const Array*>& s) {
   for (auto d : n.shape)
     if (d < 0) fail(n, "negative dimension");
@@ -413,6 +469,7 @@ Array eval_node(const Node& n, const std::vector<const Array*>& s) {
     case Op::BUFFER: fail(n, "BUFFER node without a buffer");
     case Op::EXTERNAL: fail(n, "EXTERNAL node without a buffer (external ops are computed when created)");
     case Op::ATTENTION: return eval_attention(n, s);
+    case Op::LAYER_NORM: return eval_layer_norm(n, s);
     default: break;
   }
   if (ir::is_movement(n.op) || n.op == Op::CONTIGUOUS || n.op == Op::DETACH) {

@@ -9,7 +9,7 @@
 
 namespace kiln::engine {
 
-void use_library_gemm(runtime::Launch& l, const schedule::Kernel& k) {
+std::shared_ptr<const schedule::MatchedMatmul> library_gemm_match(const schedule::Kernel& k) {
   static std::mutex mu;
   static std::unordered_map<const ir::Node*,
                             std::pair<ir::NodeRef, std::shared_ptr<const schedule::MatchedMatmul>>>
@@ -29,6 +29,11 @@ void use_library_gemm(runtime::Launch& l, const schedule::Kernel& k) {
     }
     m = it->second.second;
   }
+  return m;
+}
+
+void use_library_gemm(runtime::Launch& l, const schedule::Kernel& k) {
+  std::shared_ptr<const schedule::MatchedMatmul> m = library_gemm_match(k);
   if (!m) return;
   l.gemm = m;
   l.tf32 = settings().tf32;

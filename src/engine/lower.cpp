@@ -1,4 +1,4 @@
-// The lower stage (see stages.h).
+// The lower and load stages (see stages.h).
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -29,10 +29,25 @@ std::shared_ptr<const codegen::Lowered> lower_cached(const ir::NodeRef& ast, con
 
 }  // namespace
 
-Lowerings lower(const schedule::Schedule& s, const runtime::Backend& b) {
+Lowerings lower(const schedule::Schedule& s, const Runners& r, const runtime::Backend& b) {
   Lowerings lowered;
-  for (auto& k : s.kernels) lowered.push_back(lower_cached(k.ast, b));
+  for (size_t i = 0; i < s.kernels.size(); i++)
+    lowered.push_back(r[i]->lowers()
+                          ? lower_cached(s.kernels[i].ast, b)
+                          : std::make_shared<const codegen::Lowered>(r[i]->describe(s.kernels[i])));
+  if (settings().debug >= 3) describe_runners(r, lowered, b);
   return lowered;
+}
+
+std::vector<runtime::Launch> load(const schedule::Schedule& s, const Lowerings& lowered, const Runners& r,
+                                  runtime::Backend& b) {
+  Lowerings compiled;
+  for (size_t i = 0; i < lowered.size(); i++)
+    if (r[i]->lowers()) compiled.push_back(lowered[i]);
+  std::vector<runtime::Launch> loaded = b.load(compiled), out;
+  for (size_t i = 0, j = 0; i < lowered.size(); i++)
+    out.push_back(r[i]->lowers() ? std::move(loaded[j++]) : r[i]->load(s.kernels[i], b));
+  return out;
 }
 
 }  // namespace kiln::engine

@@ -47,16 +47,17 @@ void realize(const std::vector<ir::NodeRef>& roots, Device device) {
   Rewritten g = rewrite(roots);
   runtime::Backend& b = runtime::backend(device);
   schedule::Schedule sched = schedule_kernels(g.roots, b);
-  Lowerings lowered = lower(sched, b);
+  Runners runners = choose_runners(sched, b);
+  Lowerings lowered = lower(sched, runners, b);
   // the compiler viewer records the graphs before any kernel output is attached to them
   std::unique_ptr<viz::Record> rec =
       viz::enabled() ? std::make_unique<viz::Record>(roots, g.roots, sched, lowered, device) : nullptr;
   Stats before = stats();
-  std::vector<runtime::Launch> programs = b.load(lowered);  // compile, through the backend's cache
+  std::vector<runtime::Launch> programs = load(sched, lowered, runners, b);  // compile (cached)
   Memory mem = plan_memory(sched, g, device);
   auto t1 = std::chrono::steady_clock::now();
   try {
-    std::vector<Bound> bound = bind_launches(sched, lowered, programs, mem, b, device);
+    std::vector<Bound> bound = bind_launches(sched, lowered, programs, runners, mem, b, device);
     run(sched, lowered, bound, mem, b, rec.get());
   } catch (...) {
     forget_outputs(sched);

@@ -8,13 +8,13 @@
 #include <string>
 
 #include "codegen/flash_attention.h"
+#include "engine/runners.h"
 #include "frontend/autocast.h"
 #include "frontend/graph.h"
 #include "ir/attention_layout.h"
 #include "ir/graph_rewrite.h"
 #include "ir/rewrite.h"
 #include "kiln/functional.h"
-#include "runtime/backend.h"
 
 namespace kiln {
 
@@ -111,10 +111,9 @@ std::vector<std::optional<Tensor>> attention_backward(const NodeRef& n, const Te
   return {ds.matmul(k) * scale, ds.transpose(-2, -1).matmul(q) * scale, p.transpose(-2, -1).matmul(g)};
 }
 
-// The kernel's own limits first: asking the backend sets up its device.
+// The kernel's own limits first: asking the runners sets up the device's backend.
 bool attention_kernel_runs(const NodeRef& n) {
-  if (n->device < 0 || !codegen::flash_attention_fits(*n)) return false;  // n->device < 0: a constant graph
-  return runtime::backend(Device::from_code(n->device)).supports(*n);
+  return codegen::flash_attention_fits(*n) && engine::node_runs(*n);  // the flash-attention runner's
 }
 
 NodeRef lower_attention(const NodeRef& n) {
@@ -125,7 +124,8 @@ NodeRef lower_attention(const NodeRef& n) {
 
 // the graph rewrites lower ATTENTION nodes with it; registered as the program starts, by the file
 // that makes ATTENTION nodes
-[[maybe_unused]] const bool lowering_registered = (ir::set_attention_lowering(&lower_attention), true);
+[[maybe_unused]] const bool lowering_registered =
+    (ir::set_lowering(ir::Op::ATTENTION, &lower_attention), true);
 
 }  // namespace frontend
 

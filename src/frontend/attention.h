@@ -19,7 +19,7 @@ std::vector<std::optional<Tensor>> attention_backward(const ir::NodeRef& n, cons
 // a CUDA device of compute capability 8.0 or newer, f16 or bf16, D == Dv in {64, 128}, Tk >= 1.
 bool attention_kernel_runs(const ir::NodeRef& n);
 // The composite that replaces the ATTENTION node n where no kernel computes it, else nullptr (the
-// graph rewrites' rule before scheduling, registered with ir::set_attention_lowering).
+// graph rewrites' rule before scheduling, registered with ir::set_lowering).
 ir::NodeRef lower_attention(const ir::NodeRef& n);
 
 }  // namespace kiln::frontend

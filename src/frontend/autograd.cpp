@@ -13,6 +13,7 @@
 #include "frontend/external.h"
 #include "frontend/graph.h"
 #include "frontend/jit_recorder.h"
+#include "frontend/layer_norm.h"
 #include "frontend/tensor_impl.h"
 #include "kiln/autocast.h"
 #include "runtime/buffer.h"
@@ -111,6 +112,7 @@ std::vector<std::optional<Tensor>> rule(const NodeRef& n, const Tensor& g, const
     case Op::CONTIGUOUS: return {g};
     case Op::EXTERNAL: return frontend::external_backward(n, g);
     case Op::ATTENTION: return frontend::attention_backward(n, g);
+    case Op::LAYER_NORM: return frontend::layer_norm_backward(n, g);
     default: break;
   }
   // comparisons, integer and bitwise ops, DETACH: no gradient

@@ -22,7 +22,13 @@ bool all_const(const NodeRef& n) {
 
 bool realized(const NodeRef& n) { return n->op == Op::BUFFER || n->buffer; }
 
-std::atomic<Lowering> attention_lowering{nullptr};
+// the composites' rules the frontend registers (set_lowering), by op
+std::atomic<Lowering> lowerings[static_cast<int>(Op::COUNT_)];
+
+NodeRef lower_special(const NodeRef& n) {
+  Lowering lower = lowerings[static_cast<int>(n->op)].load();
+  return lower ? lower(n) : nullptr;
+}
 
 }  // namespace
 
@@ -142,13 +148,11 @@ const RuleSet& movement_rules() {
       NodeRef c = make(Op::CAST, n->dtype, p->src[0]->shape, {p->src[0]});
       return make(Op::PERMUTE, n->dtype, n->shape, {c}, p->arg);
     });
-    // attention that no kernel computes is its composite: lowered here, in the first pass, so the
-    // passes after see its matmuls, and again wherever a later movement pass uncovers attention
-    // below a realized view
-    r.on(Op::ATTENTION, [](const NodeRef& n) -> NodeRef {
-      Lowering lower = attention_lowering.load();
-      return lower ? lower(n) : nullptr;
-    });
+    // attention and layer norm that no kernel computes are their composites: lowered here, in the
+    // first pass, so the passes after see their matmuls and reduces, and again wherever a later
+    // movement pass uncovers one below a realized view
+    r.on(Op::ATTENTION, lower_special);
+    r.on(Op::LAYER_NORM, lower_special);
     // DETACH only matters to autograd, which has run by now
     r.on(Op::DETACH, [](const NodeRef& n) -> NodeRef { return n->src[0]; });
     // contiguous() of a buffer is the buffer itself (buffers are contiguous)
@@ -164,7 +168,7 @@ const RuleSet& movement_rules() {
   return rules;
 }
 
-void set_attention_lowering(Lowering lower) { attention_lowering.store(lower); }
+void set_lowering(Op op, Lowering lower) { lowerings[static_cast<int>(op)].store(lower); }
 
 std::vector<NodeRef> rewrite_graph(const std::vector<NodeRef>& roots) {
   std::vector<NodeRef> cur = roots;

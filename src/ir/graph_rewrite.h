@@ -11,15 +11,15 @@ namespace kiln::ir {
 
 const RuleSet& fold_constants_rules();
 const RuleSet& algebraic_rules();  // x*1, x+0, x*0 (exact cases), cast to own dtype
-// reshape∘reshape, permute∘permute, identities, views of constants; ATTENTION -> its composite
-// where no kernel computes it
+// reshape∘reshape, permute∘permute, identities, views of constants; ATTENTION and LAYER_NORM -> their
+// composites where no kernel computes them
 const RuleSet& movement_rules();
 
-// The rule that puts its composite of primitive ops in place of an ATTENTION node no kernel
-// computes (nullptr: a kernel does). The frontend, which defines the composite, registers it; ir
-// includes nothing above it. Until then ATTENTION nodes stay as they are.
+// The rule that puts its composite of primitive ops in place of an `op` node (ATTENTION, LAYER_NORM)
+// no kernel computes (nullptr: a kernel does). The frontend, which defines the composites, registers
+// them; ir includes nothing above it. Until then such nodes stay as they are.
 using Lowering = NodeRef (*)(const NodeRef&);
-void set_attention_lowering(Lowering lower);
+void set_lowering(Op op, Lowering lower);
 
 std::vector<NodeRef> rewrite_graph(const std::vector<NodeRef>& roots);
 

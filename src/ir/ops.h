@@ -64,6 +64,11 @@ enum class Op : uint8_t {
   DEFINE_ACC,
   ENDRANGE,
   SINK,
+  // layer norm over the last dim of a 2D (N, C) input, or a part of its backward (ir/layer_norm_parts.h):
+  // arg {part}, fval = eps. Where no runner of the device computes it (engine/runners.h), graph
+  // rewrites replace it with its composite (frontend/layer_norm.h); in a kernel AST, the kernel's ops
+  // (last in the enum so that the ops above keep their numbers, which kernel hashes include)
+  LAYER_NORM,
   COUNT_
 };
 

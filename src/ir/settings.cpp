@@ -50,7 +50,7 @@ const std::vector<SettingSpec>& setting_specs() {
        K::Choice,
        &Settings::layernorm,
        "generated",
-       "F::layer_norm's kernels on the CPU",
+       "F::layer_norm's kernels: generated, or the tile runner's (CPU and Hopper GPUs)",
        0,
        0,
        {"generated", "tile"}},

@@ -4,6 +4,7 @@
 // runtime/cuda/launcher.cpp, which replays through CUDA graphs).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,10 @@ struct Launch {
   bool tf32 = false;
   size_t nouts = 0;
   int64_t a_bytes = 0, b_bytes = 0, bias_bytes = 0;  // the operands' offsets in their buffers
+  // A kernel that a runner of the engine runs itself (a tile program: engine/runners.h): the launcher
+  // calls this instead of the program, with the kernel's arguments. It only queues work on the
+  // device (no host waits, no allocations), so that a CUDA graph can capture it.
+  std::function<void(void* const* args)> call;
 
   // The launch of a lowered program on device d, loaded as `program` (parallel stays for the backend).
   static Launch of(const codegen::Lowered& l, Device d, void* program);

@@ -8,6 +8,7 @@
 #include "ir/simplify.h"
 #include "kiln/error.h"
 #include "schedule/attention_layout.h"
+#include "schedule/layer_norm_kernel.h"
 #include "schedule/schedule.h"
 
 namespace kiln::schedule {
@@ -335,7 +336,7 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
         NodeRef x = stack.back();
         stack.pop_back();
         if (is_realized(x) || point_set.count(x.get()) || !seen.insert(x.get()).second) continue;
-        ok = x->op != Op::REDUCE && x->op != Op::ATTENTION && seen.size() <= 48;
+        ok = x->op != Op::REDUCE && x->op != Op::ATTENTION && x->op != Op::LAYER_NORM && seen.size() <= 48;
         for (auto& y : x->src) stack.push_back(y);
       }
       it->second = ok;
@@ -370,11 +371,28 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
       groups.push_back(std::move(group));
       continue;
     }
+    if (p->op == Op::LAYER_NORM) {  // a runner's kernel: the parts of one pass over the same sources
+      std::vector<NodeRef> group{p};
+      for (size_t j = i + 1; j < points.size(); j++) {
+        const NodeRef& q = points[j];
+        if (taken[j] || !layer_norm_partners(*p, *q)) continue;
+        bool independent = true;  // nothing between the two that the later one needs
+        for (size_t k = i + 1; k < j && independent; k++)
+          if (!taken[k]) independent &= !deps[q.get()].count(points[k].get());
+        if (!independent) continue;
+        group.push_back(q);
+        taken[j] = true;
+      }
+      groups.push_back(std::move(group));
+      continue;
+    }
     std::vector<NodeRef> group{p};
     const auto& shared = reads[p.get()];
     for (size_t j = i + 1; j < points.size(); j++) {
       const NodeRef& q = points[j];
-      if (taken[j] || q->shape != p->shape || q->numel() == 0 || q->op == Op::ATTENTION) continue;
+      if (taken[j] || q->shape != p->shape || q->numel() == 0 || q->op == Op::ATTENTION ||
+          q->op == Op::LAYER_NORM)
+        continue;
       bool independent = true, common = false;
       for (auto& g : group) {
         bool uses = deps[q.get()].count(g.get()) > 0;
@@ -398,6 +416,10 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
       auto stop = [&](const NodeRef& n) { return is_realized(n) || point_set.count(n.get()) > 0; };
       k.ast = attention_ast(g, stop, k.inputs);
       k.outputs = g;
+    } else if (g[0]->op == Op::LAYER_NORM) {
+      k.ast = layer_norm_ast(g);
+      k.outputs = g;
+      k.inputs = g[0]->src;
     } else {
       Builder b(point_set, g);
       k.ast = b.build();

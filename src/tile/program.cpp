@@ -7,6 +7,7 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
+#include "runtime/backend.h"
 #include "tile/cuda/launch_state.h"
 #include "tile/program_desc.h"
 
@@ -237,7 +238,9 @@ long long watchdog_ms(long long fallback) {
 
 int64_t Program::cb_bytes() const { return static_cast<int64_t>(layout_cbs(*d_).total); }
 
-int64_t Program::cb_bytes_limit() { return cb_memory_limit(kSharedMemoryPerBlock); }
+int64_t Program::cb_bytes_limit() {
+  return cb_memory_limit(runtime::backend(Device::cpu()).limits().tile_core_bytes);
+}
 
 // The program runs where its inputs are: all on one GPU, or else on the CPU (CPU inputs are then
 // the only kind allowed; outputs land on the same device). Other devices (ref) run no tile programs.

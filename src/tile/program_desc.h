@@ -7,6 +7,7 @@
 
 #include "kiln/tile.h"
 #include "kiln/tile/cuda_abi.h"
+#include "runtime/buffer.h"
 
 namespace kiln::tile {
 
@@ -112,8 +113,8 @@ CBLayout layout_cbs(const Program::Desc& d);
 int64_t cb_memory_limit(int64_t shared_per_block);
 // Throws kiln::Error naming the kernel, every CB (block shape, dtype, buffer factor, bytes), the
 // total and the limit when the layout does not fit; `device` names the GPU the limit comes from.
-// Both backends run it before compiling: the CPU one with kSharedMemoryPerBlock and device "", so an
-// oversize kernel fails on a machine without a GPU too.
+// Both backends run it before compiling with their backend's limits().tile_core_bytes (the CPU one
+// with device "": a Hopper GPU's limit, so an oversize kernel fails on a machine without a GPU too).
 void check_cb_memory(const Program::Desc& d, const CBLayout& l, int64_t shared_per_block,
                      const std::string& device);
 
@@ -126,14 +127,27 @@ const std::vector<std::pair<std::string, std::string>>& embedded_headers();
 const std::vector<std::pair<std::string, std::string>>& embedded_kernels();
 
 namespace cpu {
-// Compiles (cached) and runs the program on the CPU (src/tile/cpu/launch.cpp).
-void launch(Program::Desc& d);
+// Compiles (cached) and runs the program on the CPU (src/tile/cpu/launch.cpp). With `at`, tensor i
+// (in declaration order) lies at at[i]: the inputs are read and the outputs written there (zeroed
+// first where their Fill says so), and no results are made.
+void launch(Program::Desc& d, void* const* at = nullptr);
 }  // namespace cpu
 
 namespace cuda {
+// Device memory of a runner's launches of one program (src/tile/runner_launch.cpp) that a CUDA graph
+// keeps the addresses of: the runtime args (uploaded once), the error log and the scratch of
+// semaphores and multicast state. Made at the first launch, which a graph never captures.
+struct Fixed {
+  std::shared_ptr<Buffer> args, log, scratch;
+};
 // Compiles (cached) and queues the program on a GPU, cuda:ordinal (src/tile/cuda/launch.cpp); its
-// errors surface when the host next waits for the device (src/tile/cuda/in_flight.cpp).
-void launch(const std::shared_ptr<Program::Desc>& d, int ordinal);
+// errors surface when the host next waits for the device (src/tile/cuda/in_flight.cpp). With `at`,
+// tensor i lies at at[i] as in cpu::launch. With `fixed`, a launch while a CUDA graph is captured
+// takes its memory from there and queues no check: it allocates nothing and waits for nothing.
+void launch(const std::shared_ptr<Program::Desc>& d, int ordinal, void* const* at = nullptr,
+            Fixed* fixed = nullptr);
+// Whether the GPU tile backend runs programs on cuda:ordinal (a Hopper GPU or newer).
+bool runs_on(int ordinal);
 }  // namespace cuda
 
 }  // namespace kiln::tile

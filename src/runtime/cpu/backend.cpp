@@ -68,15 +68,19 @@ size_t rounded(size_t bytes) { return bytes < 64 ? 64 : (bytes + 63) / 64 * 64; 
 class CpuLauncher : public Launcher {
  public:
   void launch(const Launch& l, void** args) override {
+    stats().kernels_run++;
+    if (l.call) return l.call(args);
     auto fn = reinterpret_cast<KernelFn>(l.program);
     if (l.zero_bytes > 0) std::memset(args[0], 0, static_cast<size_t>(l.zero_bytes));
     if (l.parallel)
       parallel_for(l.outer_size, [&](int64_t s, int64_t e) { fn(args, s, e); });
     else
       fn(args, 0, l.outer_size);
-    stats().kernels_run++;
   }
 };
+
+// Shared memory one thread block may have on an H100 or H200: what the CPU allows a tile core.
+constexpr int64_t kHopperSharedPerBlock = 232448;
 
 class CpuBackend : public HostBackend {
  public:
@@ -88,7 +92,8 @@ class CpuBackend : public HostBackend {
                .warp_size = 1,
                .vector_bytes = 16,
                .cores = num_threads(),
-               .l2_bytes = 0};
+               .l2_bytes = 0,
+               .tile_core_bytes = kHopperSharedPerBlock};
   }
   std::string name() const override { return "cpu"; }
   const DeviceLimits& limits() const override { return limits_; }

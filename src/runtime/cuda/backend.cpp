@@ -28,7 +28,8 @@ class CudaBackend : public Backend {
                .warp_size = 32,
                .vector_bytes = 16,  // kiln_v4 of 4-byte values
                .cores = c.info.multiprocessors,
-               .l2_bytes = c.l2_bytes};
+               .l2_bytes = c.l2_bytes,
+               .tile_core_bytes = c.shared_per_block_optin};
     mma_16bit_ = c.info.major >= 8;  // mma.sync on 16-bit floats (sm_80 and later)
   }
   std::string name() const override { return Device::cuda(ordinal_).str(); }

@@ -20,6 +20,7 @@ namespace {
 // Queues one launch on the stream. `scratch` serves a launch whose blocks share outputs (0: memory
 // of the allocator's for this launch alone).
 void queue(const Launch& l, void** args, cuda::CUdeviceptr scratch) {
+  if (l.call) return l.call(args);  // a runner's kernel (a tile program), queued on this stream
   if (l.zero_bytes > 0)
     cuda::zero_device(l.device.index, reinterpret_cast<cuda::CUdeviceptr>(args[0]),
                       static_cast<size_t>(l.zero_bytes));

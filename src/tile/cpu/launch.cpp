@@ -6,6 +6,7 @@
 #include "ir/node.h"
 #include "kiln/debug.h"
 #include "kiln/error.h"
+#include "runtime/backend.h"
 #include "runtime/buffer.h"
 #include "tile/cpu/launch_state.h"
 
@@ -42,7 +43,7 @@ std::string launch_memory(const Program::Desc& d, int n_roles) {
 
 // Binds the tensors and builds the cores and their fibers (their stacks too, here on the launching
 // thread, so running out of memory is one clear error).
-void build(Launch& L, int n_roles, const abi::RoleFn* roles) {
+void build(Launch& L, int n_roles, const abi::RoleFn* roles, void* const* at) {
   const Program::Desc& d = L.desc;
   // inputs stay alive (realized, contiguous) for the launch; outputs start as zeros
   L.outputs.resize(d.tensors.size());
@@ -50,7 +51,11 @@ void build(Launch& L, int n_roles, const abi::RoleFn* roles) {
     const TensorDecl& t = d.tensors[i];
     auto [rows, cols] = as_2d(t.shape);
     std::byte* data;
-    if (t.output) {
+    if (at) {  // the caller's memory
+      data = static_cast<std::byte*>(at[i]);
+      if (t.output && t.fill == Fill::Zeros)
+        std::memset(data, 0, static_cast<size_t>(rows * cols) * dtype_size(t.dtype));
+    } else if (t.output) {
       L.outputs[i].assign(static_cast<size_t>(rows * cols) * dtype_size(t.dtype), std::byte{0});
       data = L.outputs[i].data();
     } else {
@@ -93,9 +98,9 @@ void build(Launch& L, int n_roles, const abi::RoleFn* roles) {
 
 }  // namespace
 
-void launch(Program::Desc& d) {
-  // the GPU's limit, so that a kernel too large for it fails here too
-  check_cb_memory(d, layout_cbs(d), kSharedMemoryPerBlock, "");
+void launch(Program::Desc& d, void* const* at) {
+  // the CPU backend's limit, a GPU's, so that a kernel too large for it fails here too
+  check_cb_memory(d, layout_cbs(d), runtime::backend(Device::cpu()).limits().tile_core_bytes, "");
   Entry entry = compile(d);
   abi::RoleFn roles[16];
   if (d.dm_roles.size() + 1 > 16) throw Error("kiln.tile: program '" + d.name + "' has more than 16 roles");
@@ -104,7 +109,7 @@ void launch(Program::Desc& d) {
   auto L = std::make_unique<Launch>();
   try {
     L->desc = d;
-    build(*L, n_roles, roles);
+    build(*L, n_roles, roles, at);
   } catch (const std::bad_alloc&) {
     L.reset();
     throw Error("kiln.tile: out of memory launching " + std::to_string(d.grid.size()) + " cores of kernel '" +
@@ -112,6 +117,7 @@ void launch(Program::Desc& d) {
   }
   stats().tile_launches++;
   run_cores(L);
+  if (at) return;
   for (size_t i = 0; i < d.tensors.size(); i++)
     if (d.tensors[i].output)
       d.tensors[i].value = from_buffer(L->outputs[i].data(), d.tensors[i].shape, d.tensors[i].dtype);

@@ -18,6 +18,7 @@
 #include "ir/node.h"
 #include "kiln/debug.h"
 #include "kiln/error.h"
+#include "runtime/backend.h"
 #include "runtime/buffer.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/copy.h"
@@ -176,7 +177,8 @@ std::shared_ptr<const Plan> make_plan(const Program::Desc& d, int ordinal) {
   plan->ordinal = ordinal;
   plan->traced = trace_core();
   plan->layout = layout_cbs(d);
-  check_cb_memory(d, plan->layout, c.shared_per_block_optin, Device::cuda(ordinal).str());
+  check_cb_memory(d, plan->layout, runtime::backend(Device::cuda(ordinal)).limits().tile_core_bytes,
+                  Device::cuda(ordinal).str());
   plan->f = compile(d, ordinal);
   allow_shared(c, plan->f, plan->layout.total);
   Params& p = plan->base;
@@ -206,7 +208,9 @@ std::shared_ptr<const Plan> make_plan(const Program::Desc& d, int ordinal) {
 
 }  // namespace
 
-void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
+bool runs_on(int ordinal) { return rc::context(ordinal).info.major >= 9; }
+
+void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal, void* const* at, Fixed* fixed) {
   Program::Desc& d = *desc;
   // the plan of the last launch, unless the program changed since (Desc::changed), runs elsewhere,
   // traces another core, or KILN_DEBUG >= 4 asks to see the source of every launch
@@ -229,7 +233,12 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
     auto [rows, cols] = as_2d(t.shape);
     size_t es = dtype_size(t.dtype);
     unsigned long long data;
-    if (t.output) {
+    if (at) {  // the caller's memory
+      data = reinterpret_cast<unsigned long long>(at[i]);
+      if (t.output && rows * cols > 0 && t.fill == Fill::Zeros)
+        rc::check(c.api->cuMemsetD8Async(data, 0, static_cast<size_t>(rows * cols) * es, c.stream),
+                  "cuMemsetD8Async");
+    } else if (t.output) {
       outputs[i] = std::make_shared<Buffer>(t.dtype, rows * cols, dev);
       data = reinterpret_cast<unsigned long long>(outputs[i]->data);
       if (rows * cols > 0 && t.fill == Fill::Zeros)
@@ -276,22 +285,44 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
   if (mcasts)
     for (size_t i = 0; i < d.cbs.size(); i++)
       at_mailbox[i] = take(static_cast<size_t>(cores) * p.cbs[i].block_bytes);
+  const size_t arg_bytes = d.args.size() * sizeof(long long);
+  if (fixed && !fixed->log) {  // the runner's own memory, made at its first launch (never captured)
+    fixed->log = std::make_shared<Buffer>(DType::U8, static_cast<int64_t>(sizeof(cuda_abi::ErrorLog)), dev);
+    rc::check(c.api->cuMemsetD8Async(reinterpret_cast<unsigned long long>(fixed->log->data), 0,
+                                     sizeof(cuda_abi::ErrorLog), c.stream),
+              "cuMemsetD8Async");
+    fixed->args =
+        std::make_shared<Buffer>(DType::I64, static_cast<int64_t>(std::max<size_t>(1, d.args.size())), dev);
+    if (arg_bytes)
+      rc::upload(ordinal, reinterpret_cast<rc::CUdeviceptr>(fixed->args->data), d.args.data(), arg_bytes);
+  }
+  const bool captured = fixed && rc::capturing_on_this_thread();
+  if (fixed && off > 0 && (!fixed->scratch || fixed->scratch->nbytes() < off)) {
+    if (captured) fail(d, "a captured launch needs more scratch memory than its first launch had");
+    fixed->scratch = std::make_shared<Buffer>(DType::U8, static_cast<int64_t>(off), dev);
+  }
   std::shared_ptr<Buffer> scratch;
   unsigned long long base = 0;
   if (off > 0) {
-    scratch = std::make_shared<Buffer>(DType::U8, static_cast<int64_t>(off), dev);
+    scratch = fixed ? fixed->scratch : std::make_shared<Buffer>(DType::U8, static_cast<int64_t>(off), dev);
     base = reinterpret_cast<unsigned long long>(scratch->data);
     rc::check(c.api->cuMemsetD8Async(base, 0, off, c.stream), "cuMemsetD8Async");
   }
-  const size_t arg_bytes = d.args.size() * sizeof(long long);
-  LaunchSlot slot = take_slot(c, arg_bytes);
-  if (arg_bytes) std::memcpy(slot.args, d.args.data(), arg_bytes);
   long long timeout = watchdog_ms(kGpuWatchdogMs);
-  p.args = slot.args_device;
+  LaunchSlot slot{};
+  if (captured) {  // a CUDA graph replays it: memory of fixed addresses, no check queued
+    p.args = reinterpret_cast<unsigned long long>(fixed->args->data);
+    p.errors = reinterpret_cast<unsigned long long>(fixed->log->data);
+    p.host_flag = 0;
+  } else {
+    slot = take_slot(c, arg_bytes);
+    if (arg_bytes) std::memcpy(slot.args, d.args.data(), arg_bytes);
+    p.args = slot.args_device;
+    p.errors = slot.log;
+    p.host_flag = slot.flag_device;
+  }
   p.sems = d.semaphores.empty() ? 0 : base + at_sems;
   p.mcast = mcasts ? base + at_mcast : 0;
-  p.errors = slot.log;
-  p.host_flag = slot.flag_device;
   p.timeout_ns = static_cast<unsigned long long>(timeout) * 1000000ull;
   p.trace = tracing ? base + at_trace : 0;
   p.trace_cap = tracing ? kTraceCap : 0;
@@ -324,11 +355,11 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
                 "cuLaunchKernel");
     }
   } catch (...) {
-    drop_slot(c, slot);
+    if (!captured) drop_slot(c, slot);
     throw;
   }
   stats().tile_launches++;
-  queue_check(c, slot, desc, std::move(inputs), scratch, timeout);
+  if (!captured) queue_check(c, slot, desc, std::move(inputs), scratch, timeout);
   if (tracing) {  // printed before any error: the timeline of a deadlock is worth seeing too
     auto read = [&](void* to, size_t at, size_t bytes) {  // not through download: it would check first
       rc::check(c.api->cuMemcpyDtoHAsync(to, base + at, bytes, c.stream), "cuMemcpyDtoHAsync");
@@ -341,6 +372,7 @@ void launch(const std::shared_ptr<Program::Desc>& desc, int ordinal) {
     std::fprintf(stderr, "%s", describe_trace(d, traced, recs, recorded).c_str());
   }
 
+  if (at) return;  // the outputs are the caller's memory
   for (size_t i = 0; i < d.tensors.size(); i++) {
     TensorDecl& t = d.tensors[i];
     if (!t.output) continue;

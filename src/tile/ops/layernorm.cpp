@@ -30,9 +30,9 @@ void check_row(const char* op, const char* what, const Tensor& v, int64_t C) {
                 " for rows of " + std::to_string(C) + " elements");
 }
 
-// A 1 x C row of `value` in dtype t on `device`, made once and kept: the forward's column mask and
-// the backward's zero gradients to accumulate into cost no work per call.
-Tensor constant_row(double value, int64_t C, DType t, Device device) {
+}  // namespace
+
+Tensor ops::constant_row(double value, int64_t C, DType t, Device device) {
   static std::mutex mu;
   // kept to the end of the process (device memory is not freed after the driver has gone)
   static auto* made = new std::map<std::tuple<double, int64_t, DType, int>, Tensor>;
@@ -44,6 +44,8 @@ Tensor constant_row(double value, int64_t C, DType t, Device device) {
   }
   return r;
 }
+
+namespace {
 
 // Rows (tile rows, or single rows) split over the cores in whole groups of `group` (the last one
 // may be short), and the cores' pieces of the weight gradients.
@@ -70,7 +72,7 @@ Inputs forward_inputs(const Tensor& x, const Tensor& weight, const Tensor& bias)
   return {{"x", x},
           {"w", weight.to(t)},
           {"b", bias.to(t)},
-          {"valid", constant_row(1.0, view2d(x).second, t, x.device())}};  // the column mask
+          {"valid", ops::constant_row(1.0, view2d(x).second, t, x.device())}};  // the column mask
 }
 
 Inputs backward_inputs(const Tensor& dout, const Tensor& x, const Tensor& weight, const Tensor& mean,
@@ -380,8 +382,9 @@ LayerNormBackward layernorm_backward(const Tensor& dout, const Tensor& x, const 
   check_row("layernorm_backward", "mean", mean, N);
   check_row("layernorm_backward", "rstd", rstd, N);
   Tensor dw_in =
-      dweight_in.defined() ? dweight_in.reshape({C}) : constant_row(0.0, C, weight.dtype(), x.device());
-  Tensor db_in = dbias_in.defined() ? dbias_in.reshape({C}) : constant_row(0.0, C, dw_in.dtype(), x.device());
+      dweight_in.defined() ? dweight_in.reshape({C}) : ops::constant_row(0.0, C, weight.dtype(), x.device());
+  Tensor db_in =
+      dbias_in.defined() ? dbias_in.reshape({C}) : ops::constant_row(0.0, C, dw_in.dtype(), x.device());
   check_row("layernorm_backward", "dweight_in", dw_in, C);
   check_row("layernorm_backward", "dbias_in", db_in, C);
   switch (strategy) {

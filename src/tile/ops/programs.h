@@ -8,6 +8,10 @@
 
 namespace kiln::tile::ops {
 
+// A 1 x C row of `value` in dtype t on `device`, made once and kept: the forward's column mask and
+// the backward's zero gradients to accumulate into cost no work per call.
+Tensor constant_row(double value, int64_t C, DType t, Device device);
+
 // kernels/broadcast/mul_add_tanh_{rows,cols}.cpp
 Program mul_add_tanh_program(const Tensor& a, const Tensor& b, const Tensor& c, Split split, int cores);
 // kernels/layernorm/forward.cpp

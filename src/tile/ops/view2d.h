@@ -20,8 +20,8 @@ inline int64_t tiles(int64_t n) { return (n + kTileSize - 1) / kTileSize; }
 
 // Shipped kernels size their blocks so that their CBs take at most this much memory per core
 // (Program::cb_bytes): 208 KB, about 90% of what a core may have (Program::cb_bytes_limit: 227 KB
-// of shared memory per thread block on an H100 or H200, less the runtime's own state). Streamed
-// rows want large chunks: every chunk costs each role a few CB operations (and on the CPU, with
+// of shared memory per thread block on an H100 or H200, the backend's limit, less the runtime's own state).
+// Streamed rows want large chunks: every chunk costs each role a few CB operations (and on the CPU, with
 // chunks of 2 tiles, a layernorm takes about twice as long as with whole rows).
 inline constexpr int64_t kCBBudget = 208 * 1024;
 
