@@ -31,8 +31,9 @@ namespace {
 
 bool grows(const NodeRef& n) { return n->op == Op::EXPAND && n->numel() > n->src[0]->numel(); }
 
-// Row structure: a reduce over the last axis only (keepdim), or an expand of that axis only. A
-// reduce over a row that the same kernel broadcasts back over the row (a mean, a softmax's max and
+}  // namespace
+
+// A reduce over a row that the same kernel broadcasts back over the row (a mean, a softmax's max and
 // sum) is computed once per row in that kernel: the linearizer places it before the loop over the
 // row, so nothing is recomputed per element.
 bool row_reduce(const NodeRef& n) {
@@ -47,6 +48,8 @@ bool row_expand(const NodeRef& n) {
     if (in[i] != n->shape[i]) return false;
   return in[last] == 1;
 }
+
+namespace {
 
 // Bytes per output element that computing n reads from realized buffers (broadcast reads are free).
 int64_t input_bytes(const NodeRef& n, const std::unordered_set<const Node*>& points) {
@@ -128,6 +131,25 @@ bool cut_deep_kernels(const std::vector<NodeRef>& order, const std::unordered_se
     }
   }
   return added;
+}
+
+// A value that repeats a smaller one: a broadcast, a constant, or elementwise work on such values.
+bool broadcast(const NodeRef& n, int depth = 0) {
+  if (grows(n) || n->op == Op::CONST) return true;
+  if (depth > 4 || !ir::is_elementwise(n->op)) return false;
+  return std::all_of(n->src.begin(), n->src.end(), [&](const NodeRef& s) { return broadcast(s, depth + 1); });
+}
+
+// The one operand of elementwise n that is not a broadcast, where it is elementwise work of n's
+// shape (x - mean: x); nullptr otherwise.
+NodeRef full_operand(const NodeRef& n) {
+  NodeRef full;
+  for (auto& s : n->src) {
+    if (broadcast(s)) continue;
+    if (full) return nullptr;
+    full = s;
+  }
+  return full && full->shape == n->shape && ir::is_elementwise(full->op) ? full : nullptr;
 }
 
 // A one-hot mask: an index compared with a range (x == arange(n), written (x != i) xor true). Kept in
@@ -334,14 +356,24 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
       if (own.size() >= 2 && !in_points.count(raw) && (raw->op == Op::REDUCE || ir::is_elementwise(raw->op)))
         shared.push_back({topo[raw], raw});
     std::sort(shared.begin(), shared.end(), std::greater<>());
+    auto worth_storing = [&](const NodeRef& n) {
+      auto it = owners.find(n.get());
+      return it != owners.end() && it->second.size() >= 2 && !in_points.count(n.get()) &&
+             store_is_cheaper(static_cast<int64_t>(it->second.size()), input_bytes(n, in_points),
+                              dtype_size(n->dtype));
+    };
     NodeRef best;
     for (auto& [t, raw] : shared) {
       const NodeRef& n = keep[raw];
-      if (n->op == Op::REDUCE || store_is_cheaper(static_cast<int64_t>(owners[raw].size()),
-                                                  input_bytes(n, in_points), dtype_size(n->dtype))) {
+      if (n->op == Op::REDUCE) {
         best = n;
         break;
       }
+      // (x - mean) * rstd costs what x costs to store, and x serves x's other readers too (the mean):
+      // store the deepest such x, and the work on it is recomputed from it where it is read
+      for (NodeRef x = n; x; x = full_operand(x))
+        if (dtype_size(x->dtype) <= dtype_size(n->dtype) && worth_storing(x)) best = x;
+      if (best) break;
     }
     if (best) {
       add(best, [&] {

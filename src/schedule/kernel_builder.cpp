@@ -290,6 +290,28 @@ std::unordered_set<const Node*> realized_inputs(const NodeRef& n,
   return out;
 }
 
+// Whether q's kernel reads point g, one value per row, only at its own index: every path from q
+// down to g runs through elementwise work, row reduces and row broadcasts (a variance reading its
+// mean). A kernel computing both computes g once and uses it, as it does any of its outputs.
+bool reads_in_place(const NodeRef& q, const NodeRef& g, const std::unordered_set<const Node*>& points) {
+  if (g->shape.empty() || g->shape.back() != 1) return false;  // else a row reduce moves its index
+  std::unordered_set<const Node*> seen[2];                     // by whether the path so far keeps the index
+  std::vector<std::pair<NodeRef, bool>> stack;
+  for (auto& s : q->src) stack.push_back({s, true});
+  while (!stack.empty()) {
+    auto [n, ok] = stack.back();
+    stack.pop_back();
+    if (n == g) {
+      if (!ok) return false;
+      continue;
+    }
+    if (is_realized(n) || points.count(n.get()) || !seen[ok].insert(n.get()).second) continue;
+    ok = ok && (ir::is_elementwise(n->op) || row_reduce(n) || row_expand(n));
+    for (auto& s : n->src) stack.push_back({s, ok});
+  }
+  return true;
+}
+
 }  // namespace
 
 namespace {
@@ -319,7 +341,8 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
   // Multi-output kernels: points with one output shape that read a common buffer are computed by one
   // kernel (e.g. x.sum(1) and x.max(1) read x once). A point may join one it depends on when that
   // one is elementwise and small: the kernel computes it again where the later one reads it (an
-  // optimizer's moments and the parameter that reads them: one pass over each buffer).
+  // optimizer's moments and the parameter that reads them: one pass over each buffer), or when it
+  // reads that one only at its own index (a row's mean and the variance around it: one pass).
   std::unordered_map<const Node*, std::unordered_set<const Node*>> reads;  // realized inputs, points
   for (auto& p : points) {
     reads[p.get()] = realized_inputs(p, point_set);
@@ -378,7 +401,8 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
       bool independent = true, common = false;
       for (auto& g : group) {
         bool uses = deps[q.get()].count(g.get()) > 0;
-        independent &= !deps[g.get()].count(q.get()) && (!uses || recomputable(g));
+        independent &=
+            !deps[g.get()].count(q.get()) && (!uses || recomputable(g) || reads_in_place(q, g, point_set));
         common |= uses;
       }
       for (auto* in : reads[q.get()]) common |= shared.count(in) > 0;
