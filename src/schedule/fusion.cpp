@@ -133,23 +133,38 @@ bool cut_deep_kernels(const std::vector<NodeRef>& order, const std::unordered_se
   return added;
 }
 
-// A value that repeats a smaller one: a broadcast, a constant, or elementwise work on such values.
+// A value that repeats a smaller one: a broadcast, or elementwise work on broadcasts and constants.
 bool broadcast(const NodeRef& n, int depth = 0) {
-  if (grows(n) || n->op == Op::CONST) return true;
+  if (grows(n)) return true;
   if (depth > 4 || !ir::is_elementwise(n->op)) return false;
-  return std::all_of(n->src.begin(), n->src.end(), [&](const NodeRef& s) { return broadcast(s, depth + 1); });
+  bool any = false;
+  for (auto& s : n->src) {
+    if (s->op == Op::CONST) continue;
+    if (!broadcast(s, depth + 1)) return false;
+    any = true;
+  }
+  return any;
 }
 
-// The one operand of elementwise n that is not a broadcast, where it is elementwise work of n's
-// shape (x - mean: x); nullptr otherwise.
+// The one operand of elementwise n that is neither a broadcast nor a constant, where it is
+// elementwise work of n's shape and n only widens it by broadcasts (x - mean: x) or is unary work on
+// it (a cast); nullptr otherwise.
 NodeRef full_operand(const NodeRef& n) {
+  if (!ir::is_elementwise(n->op)) return nullptr;
   NodeRef full;
+  bool widened = false;
   for (auto& s : n->src) {
-    if (broadcast(s)) continue;
+    if (s->op == Op::CONST) continue;
+    if (broadcast(s)) {
+      widened = true;
+      continue;
+    }
     if (full) return nullptr;
     full = s;
   }
-  return full && full->shape == n->shape && ir::is_elementwise(full->op) ? full : nullptr;
+  bool ok =
+      full && (widened || n->src.size() == 1) && full->shape == n->shape && ir::is_elementwise(full->op);
+  return ok ? full : nullptr;
 }
 
 // A one-hot mask: an index compared with a range (x == arange(n), written (x != i) xor true). Kept in
@@ -370,9 +385,11 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
         break;
       }
       // (x - mean) * rstd costs what x costs to store, and x serves x's other readers too (the mean):
-      // store the deepest such x, and the work on it is recomputed from it where it is read
-      for (NodeRef x = n; x; x = full_operand(x))
-        if (dtype_size(x->dtype) <= dtype_size(n->dtype) && worth_storing(x)) best = x;
+      // store the deepest such x (a few steps down), and the work on it is recomputed where it is read
+      std::vector<NodeRef> chain{n};
+      while (chain.size() < 4 && full_operand(chain.back())) chain.push_back(full_operand(chain.back()));
+      for (auto x = chain.rbegin(); x != chain.rend() && !best; ++x)
+        if (dtype_size((*x)->dtype) <= dtype_size(n->dtype) && worth_storing(*x)) best = *x;
       if (best) break;
     }
     if (best) {

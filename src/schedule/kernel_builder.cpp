@@ -35,8 +35,10 @@ NodeRef flat_index(const std::vector<NodeRef>& idx, const ir::Shape& shape) {
 class Builder {
  public:
   // All outputs share one shape: the kernel's output loops.
-  Builder(const std::unordered_set<const Node*>& points, std::vector<NodeRef> outs)
-      : points_(points), outs_(std::move(outs)) {
+  // Points in `inlined` (row statistics of the outputs' rows) are computed here, not read.
+  Builder(const std::unordered_set<const Node*>& points, std::vector<NodeRef> outs,
+          const std::unordered_set<const Node*>& inlined = {})
+      : points_(points), inlined_(inlined), outs_(std::move(outs)) {
     for (auto& o : outs_) global_of(o);
   }
 
@@ -153,7 +155,8 @@ class Builder {
     const NodeRef& valid = f.req.valid;
     // another output of this kernel is computed again here, not read back (see build_schedule)
     bool output = std::any_of(outs_.begin(), outs_.end(), [&](const NodeRef& o) { return o == n; });
-    if (!f.req.is_root && (is_realized(n) || (points_.count(n.get()) && !output))) {
+    if (!f.req.is_root &&
+        (is_realized(n) || (points_.count(n.get()) && !output && !inlined_.count(n.get())))) {
       std::vector<NodeRef> src{global_of(n), flat_index(idx, n->shape)};
       if (valid) src.push_back(valid);
       return ir::make(Op::LOAD, n->dtype, {}, src);
@@ -243,6 +246,7 @@ class Builder {
   }
 
   const std::unordered_set<const Node*>& points_;
+  const std::unordered_set<const Node*>& inlined_;
   std::vector<NodeRef> outs_;
   std::vector<NodeRef> globals_;
   std::unordered_map<const Node*, int64_t> global_index_;
@@ -312,6 +316,40 @@ bool reads_in_place(const NodeRef& q, const NodeRef& g, const std::unordered_set
   return true;
 }
 
+// Whether point k holds one value per row of q (q's shape with a last dim of 1).
+bool row_statistic(const NodeRef& k, const NodeRef& q) {
+  if (k->shape.size() != q->shape.size() || k->shape.empty() || k->shape.back() != 1) return false;
+  return std::equal(k->shape.begin(), k->shape.end() - 1, q->shape.begin());
+}
+
+// Whether the kernel of `group` with q added can compute the row statistics `stats` that q reads
+// (a layer norm's mean and rstd beside the values it normalizes) instead of reading them: each reads
+// only what the kernel reads or computes, and q and each of them read each one in place. Computed
+// once per row from the rows the kernel holds, they cost no memory traffic and save the kernel
+// that would wait for them.
+template <class Reads>
+bool computed_per_row(const NodeRef& q, const std::vector<NodeRef>& group,
+                      const std::unordered_set<const Node*>& stats, const std::vector<NodeRef>& points,
+                      const Reads& reads, const std::unordered_set<const Node*>& point_set) {
+  auto held = [&](const Node* l) {
+    if (stats.count(l) || reads.at(q.get()).count(l)) return true;
+    return std::any_of(group.begin(), group.end(),
+                       [&](const NodeRef& g) { return g.get() == l || reads.at(g.get()).count(l); });
+  };
+  std::vector<NodeRef> readers(group.begin(), group.end());
+  readers.push_back(q);
+  for (auto& p : points)
+    if (stats.count(p.get())) readers.push_back(p);
+  for (auto& k : points) {
+    if (!stats.count(k.get())) continue;
+    for (const Node* l : reads.at(k.get()))
+      if (!held(l)) return false;
+    for (auto& r : readers)
+      if (r != k && !reads_in_place(r, k, point_set)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 namespace {
@@ -367,6 +405,7 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
   };
   Schedule s;
   std::vector<std::vector<NodeRef>> groups;
+  std::vector<std::unordered_set<const Node*>> inlines;  // per group (see the Builder)
   std::vector<bool> taken(points.size());
   for (size_t i = 0; i < points.size(); i++) {
     if (taken[i]) continue;
@@ -391,9 +430,11 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
         break;
       }
       groups.push_back(std::move(group));
+      inlines.emplace_back();
       continue;
     }
     std::vector<NodeRef> group{p};
+    std::unordered_set<const Node*> inlined;  // row statistics this kernel computes, not reads
     const auto& shared = reads[p.get()];
     for (size_t j = i + 1; j < points.size(); j++) {
       const NodeRef& q = points[j];
@@ -406,24 +447,34 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
         common |= uses;
       }
       for (auto* in : reads[q.get()]) common |= shared.count(in) > 0;
-      // a later point that depends on nothing in between can join; others keep their order
+      // a later point that depends on nothing in between can join; others keep their order, unless
+      // all it needs in between are statistics of its rows computed from what the kernel reads
+      std::unordered_set<const Node*> stats = inlined;
       for (size_t k = i + 1; k < j && independent; k++)
-        if (!taken[k]) independent &= !deps[q.get()].count(points[k].get());
+        if (!taken[k] && deps[q.get()].count(points[k].get())) {
+          independent = row_statistic(points[k], q);
+          stats.insert(points[k].get());
+        }
+      if (independent && stats.size() > inlined.size())
+        independent = computed_per_row(q, group, stats, points, reads, point_set);
       if (independent && common) {
         group.push_back(q);
+        inlined = std::move(stats);
         taken[j] = true;
       }
     }
     groups.push_back(std::move(group));
+    inlines.push_back(std::move(inlined));
   }
-  for (auto& g : groups) {
+  for (size_t gi = 0; gi < groups.size(); gi++) {
+    const std::vector<NodeRef>& g = groups[gi];
     Kernel k;
     if (g[0]->op == Op::ATTENTION) {
       auto stop = [&](const NodeRef& n) { return is_realized(n) || point_set.count(n.get()) > 0; };
       k.ast = attention_ast(g, stop, k.inputs);
       k.outputs = g;
     } else {
-      Builder b(point_set, g);
+      Builder b(point_set, g, inlines[gi]);
       k.ast = b.build();
       k.outputs = g;
       k.inputs = b.inputs();
@@ -432,7 +483,8 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
       for (size_t o = 0; o < g.size(); o++)
         k.why.push_back(
             why[g[o].get()] +
-            (o ? "; joins this kernel: independent of its other outputs, reads a buffer they read" : ""));
+            (o ? "; joins this kernel: it reads a buffer they read or what they compute" : "") +
+            (o + 1 == g.size() && !inlines[gi].empty() ? ", and computes the row statistics it reads" : ""));
     s.kernels.push_back(std::move(k));
   }
   return s;
