@@ -1,7 +1,8 @@
 // Fusion decision: which nodes are realized into buffers. Elementwise and movement ops fuse into
 // their consumers; a reduce fuses its producers and elementwise consumers, and is realized when its
 // result would be recomputed (broadcast by an EXPAND, nested in another reduce, or shared by
-// kernels); shared elementwise work is realized when storing it moves fewer bytes than recomputing.
+// kernels); shared elementwise work is realized when storing it moves fewer bytes than recomputing
+// (or its one full-size operand, where it only widens that by broadcasts: x - mean stores x).
 #include <algorithm>
 #include <functional>
 #include <string>

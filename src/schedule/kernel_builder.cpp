@@ -37,7 +37,7 @@ class Builder {
   // All outputs share one shape: the kernel's output loops.
   // Points in `inlined` (row statistics of the outputs' rows) are computed here, not read.
   Builder(const std::unordered_set<const Node*>& points, std::vector<NodeRef> outs,
-          const std::unordered_set<const Node*>& inlined = {})
+          const std::unordered_set<const Node*>& inlined)
       : points_(points), inlined_(inlined), outs_(std::move(outs)) {
     for (auto& o : outs_) global_of(o);
   }
@@ -455,10 +455,11 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
           independent = row_statistic(points[k], q);
           stats.insert(points[k].get());
         }
-      if (independent && stats.size() > inlined.size())
+      if (independent && !stats.empty())
         independent = computed_per_row(q, group, stats, points, reads, point_set);
       if (independent && common) {
         group.push_back(q);
+        if (explain && !stats.empty()) why[q.get()] += "; computes the statistics of its rows itself";
         inlined = std::move(stats);
         taken[j] = true;
       }
@@ -481,10 +482,8 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
     }
     if (explain)
       for (size_t o = 0; o < g.size(); o++)
-        k.why.push_back(
-            why[g[o].get()] +
-            (o ? "; joins this kernel: it reads a buffer they read or what they compute" : "") +
-            (o + 1 == g.size() && !inlines[gi].empty() ? ", and computes the row statistics it reads" : ""));
+        k.why.push_back(why[g[o].get()] +
+                        (o ? "; joins this kernel: it reads a buffer they read or what they compute" : ""));
     s.kernels.push_back(std::move(k));
   }
   return s;
