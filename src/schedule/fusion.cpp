@@ -2,7 +2,8 @@
 // their consumers; a reduce fuses its producers and elementwise consumers, and is realized when its
 // result would be recomputed (broadcast by an EXPAND, nested in another reduce, or shared by
 // kernels); shared elementwise work is realized when storing it moves fewer bytes than recomputing
-// (or its one full-size operand, where it only widens that by broadcasts: x - mean stores x).
+// (or its one full-size operand, where it only widens that by broadcasts of realized values: x -
+// mean stores x).
 #include <algorithm>
 #include <functional>
 #include <string>
@@ -134,14 +135,28 @@ bool cut_deep_kernels(const std::vector<NodeRef>& order, const std::unordered_se
   return added;
 }
 
-// A value that repeats a smaller one: a broadcast, or elementwise work on broadcasts and constants.
-bool broadcast(const NodeRef& n, int depth = 0) {
-  if (grows(n)) return true;
-  if (depth > 4 || !ir::is_elementwise(n->op)) return false;
+// A value that repeats a smaller one already computed: a broadcast of work on buffers and realize
+// points (a mean realized anyway), or elementwise work on such broadcasts and constants. A broadcast
+// of work still to do (a mean only this value needs) is not: storing the value computes it once.
+bool broadcast(const NodeRef& n, const std::unordered_set<const Node*>& points, int depth = 0) {
+  if (depth > 8) return false;
+  if (grows(n)) {
+    std::vector<NodeRef> stack{n->src[0]};
+    for (int seen = 0; !stack.empty(); seen++) {
+      NodeRef x = stack.back();
+      stack.pop_back();
+      if (is_realized(x) || points.count(x.get()) || x->op == Op::CONST) continue;
+      if (seen > 16 || x->op == Op::REDUCE || !(ir::is_elementwise(x->op) || ir::is_movement(x->op)))
+        return false;
+      stack.insert(stack.end(), x->src.begin(), x->src.end());
+    }
+    return true;
+  }
+  if (!ir::is_elementwise(n->op)) return false;
   bool any = false;
   for (auto& s : n->src) {
     if (s->op == Op::CONST) continue;
-    if (!broadcast(s, depth + 1)) return false;
+    if (!broadcast(s, points, depth + 1)) return false;
     any = true;
   }
   return any;
@@ -150,13 +165,13 @@ bool broadcast(const NodeRef& n, int depth = 0) {
 // The one operand of elementwise n that is neither a broadcast nor a constant, where it is
 // elementwise work of n's shape and n only widens it by broadcasts (x - mean: x) or is unary work on
 // it (a cast); nullptr otherwise.
-NodeRef full_operand(const NodeRef& n) {
+NodeRef full_operand(const NodeRef& n, const std::unordered_set<const Node*>& points) {
   if (!ir::is_elementwise(n->op)) return nullptr;
   NodeRef full;
   bool widened = false;
   for (auto& s : n->src) {
     if (s->op == Op::CONST) continue;
-    if (broadcast(s)) {
+    if (broadcast(s, points)) {
       widened = true;
       continue;
     }
@@ -385,10 +400,12 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
         best = n;
         break;
       }
-      // (x - mean) * rstd costs what x costs to store, and x serves x's other readers too (the mean):
-      // store the deepest such x (a few steps down), and the work on it is recomputed where it is read
+      // (x - mean) * rstd, with mean and rstd realized, costs what x costs to store, and x serves x's
+      // other readers too (the mean): store the deepest such x (a few steps down), and the work on it
+      // is recomputed where it is read
       std::vector<NodeRef> chain{n};
-      while (chain.size() < 4 && full_operand(chain.back())) chain.push_back(full_operand(chain.back()));
+      while (chain.size() < 4 && full_operand(chain.back(), in_points))
+        chain.push_back(full_operand(chain.back(), in_points));
       for (auto x = chain.rbegin(); x != chain.rend() && !best; ++x)
         if (dtype_size((*x)->dtype) <= dtype_size(n->dtype) && worth_storing(*x)) best = *x;
       if (best) break;
