@@ -100,14 +100,14 @@ TEST(Fusion, LayerNormWithItsResidualAndBackward) {
 }
 
 // A GPT step as a GPU with a GEMM library schedules it (no GPU needed; GPT-2's width, so the
-// matmuls go to the library): the layer norm after the attention is one kernel that adds the
-// residual and writes it (f32) and its normalized rows (bf16), reading no row statistic. The step
-// was 87 kernels, now 76: per layer norm no x - mean is stored, mean, variance and rstd are one
-// kernel, the backward's two row sums one.
+// matmuls go to the library): each layer norm after a residual add is one kernel that adds the
+// residual and writes it (f32) and its normalized rows (bf16), computing the row statistics itself
+// (all but the first, which reads the embeddings). Two layers were 147 kernels, now 128: per layer
+// norm no x - mean is stored, mean, variance and rstd are one kernel, the backward's row sums one.
 TEST(Fusion, GptStepLayerNormIsOneKernelWithItsResidual) {
   manual_seed(5);
   nn::GPT model(
-      nn::GPTConfig{.vocab_size = 512, .block_size = 256, .n_layer = 1, .n_head = 12, .n_embd = 768});
+      nn::GPTConfig{.vocab_size = 512, .block_size = 256, .n_layer = 2, .n_head = 12, .n_embd = 768});
   Tensor idx = randint(0, 512, {4, 256}).realize(), tgt = randint(0, 512, {4, 256}).realize();
   Tensor loss;
   {
@@ -117,16 +117,17 @@ TEST(Fusion, GptStepLayerNormIsOneKernelWithItsResidual) {
   std::vector<ir::NodeRef> roots{loss.node()};
   for (auto& g : grad({loss}, model->parameters())) roots.push_back(g.node());
   auto sched = schedule::make_schedule(ir::rewrite_graph(roots), {.library_gemm = true});
-  EXPECT_LE(sched.kernels.size(), 76u);
+  EXPECT_LE(sched.kernels.size(), 128u);
   int found = 0;
   for (auto& k : sched.kernels) {
-    bool residual_and_norm = k.outputs.size() == 2 && k.outputs[0]->shape == Shape{4, 256, 768} &&
-                             k.outputs[0]->dtype == DType::F32 && k.outputs[1]->dtype == DType::BF16;
+    bool residual_and_norm = codegen::kernel_name(k.ast).rfind("r_", 0) == 0 && k.outputs.size() == 2 &&
+                             k.outputs[0]->shape == Shape{4, 256, 768} && k.outputs[0]->dtype == DType::F32 &&
+                             k.outputs[1]->dtype == DType::BF16;
     found += residual_and_norm && std::none_of(k.inputs.begin(), k.inputs.end(), [](const ir::NodeRef& in) {
                return in->shape == Shape{4, 256, 1};
              });
   }
-  EXPECT_EQ(found, 1);
+  EXPECT_EQ(found, 4);
   realize({});  // the embedding's and the loss's index checks: later tests count only their kernels
 }
 
