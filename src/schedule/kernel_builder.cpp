@@ -415,30 +415,14 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
       s.empty.push_back(p);
       continue;
     }
-    if (p->op == Op::ATTENTION) {     // the attention kernel computes nothing else, but the forward's
-      std::vector<NodeRef> group{p};  // output and its log-sum-exp come out of one pass
-      for (size_t j = i + 1; j < points.size(); j++) {
-        const NodeRef& q = points[j];
-        if (taken[j] || !attention_partners(*p, *q)) continue;
-        bool independent = true;  // nothing between the two that the later one needs
-        for (size_t k = i + 1; k < j && independent; k++)
-          if (!taken[k]) independent &= !deps[q.get()].count(points[k].get());
-        if (independent) {
-          group.push_back(q);
-          taken[j] = true;
-          if (ir::attention_part(p->arg) != ir::AttentionPart::Out) std::swap(group[0], group[1]);
-        }
-        break;
-      }
-      groups.push_back(std::move(group));
-      inlines.emplace_back();
-      continue;
-    }
-    if (p->op == Op::LAYER_NORM) {  // a runner's kernel: the parts of one pass over the same sources
+    if (p->op == Op::ATTENTION || p->op == Op::LAYER_NORM) {
+      // a special node's kernel computes nothing else, but the parts of one pass over the same
+      // sources come out together (attention's output and log-sum-exp; a layer norm's parts)
+      auto partners = p->op == Op::ATTENTION ? attention_partners : layer_norm_partners;
       std::vector<NodeRef> group{p};
       for (size_t j = i + 1; j < points.size(); j++) {
         const NodeRef& q = points[j];
-        if (taken[j] || !layer_norm_partners(*p, *q)) continue;
+        if (taken[j] || !partners(*p, *q)) continue;
         bool independent = true;  // nothing between the two that the later one needs
         for (size_t k = i + 1; k < j && independent; k++)
           if (!taken[k]) independent &= !deps[q.get()].count(points[k].get());
@@ -446,7 +430,10 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
         group.push_back(q);
         taken[j] = true;
       }
+      if (p->op == Op::ATTENTION && group.size() > 1 && ir::attention_part(p->arg) != ir::AttentionPart::Out)
+        std::swap(group[0], group[1]);  // the output first
       groups.push_back(std::move(group));
+      inlines.emplace_back();
       continue;
     }
     std::vector<NodeRef> group{p};
