@@ -1,7 +1,9 @@
 // Fusion decision: which nodes are realized into buffers. Elementwise and movement ops fuse into
 // their consumers; a reduce fuses its producers and elementwise consumers, and is realized when its
 // result would be recomputed (broadcast by an EXPAND, nested in another reduce, or shared by
-// kernels); shared elementwise work is realized when storing it moves fewer bytes than recomputing.
+// kernels); shared elementwise work is realized when storing it moves fewer bytes than recomputing
+// (or its one full-size operand, where it only widens that by broadcasts of realized values: x -
+// mean stores x).
 #include <algorithm>
 #include <functional>
 #include <string>
@@ -31,8 +33,9 @@ namespace {
 
 bool grows(const NodeRef& n) { return n->op == Op::EXPAND && n->numel() > n->src[0]->numel(); }
 
-// Row structure: a reduce over the last axis only (keepdim), or an expand of that axis only. A
-// reduce over a row that the same kernel broadcasts back over the row (a mean, a softmax's max and
+}  // namespace
+
+// A reduce over a row that the same kernel broadcasts back over the row (a mean, a softmax's max and
 // sum) is computed once per row in that kernel: the linearizer places it before the loop over the
 // row, so nothing is recomputed per element.
 bool row_reduce(const NodeRef& n) {
@@ -47,6 +50,8 @@ bool row_expand(const NodeRef& n) {
     if (in[i] != n->shape[i]) return false;
   return in[last] == 1;
 }
+
+namespace {
 
 // Bytes per output element that computing n reads from realized buffers (broadcast reads are free).
 int64_t input_bytes(const NodeRef& n, const std::unordered_set<const Node*>& points) {
@@ -128,6 +133,54 @@ bool cut_deep_kernels(const std::vector<NodeRef>& order, const std::unordered_se
     }
   }
   return added;
+}
+
+// A value that repeats a smaller one already computed: a broadcast of work on buffers and realize
+// points (a mean realized anyway), or elementwise work on such broadcasts and constants. A broadcast
+// of work still to do (a mean only this value needs) is not: storing the value computes it once.
+bool broadcast(const NodeRef& n, const std::unordered_set<const Node*>& points, int depth = 0) {
+  if (depth > 8) return false;
+  if (grows(n)) {
+    std::vector<NodeRef> stack{n->src[0]};
+    for (int seen = 0; !stack.empty(); seen++) {
+      NodeRef x = stack.back();
+      stack.pop_back();
+      if (is_realized(x) || points.count(x.get()) || x->op == Op::CONST) continue;
+      if (seen > 16 || x->op == Op::REDUCE || !(ir::is_elementwise(x->op) || ir::is_movement(x->op)))
+        return false;
+      stack.insert(stack.end(), x->src.begin(), x->src.end());
+    }
+    return true;
+  }
+  if (!ir::is_elementwise(n->op)) return false;
+  bool any = false;
+  for (auto& s : n->src) {
+    if (s->op == Op::CONST) continue;
+    if (!broadcast(s, points, depth + 1)) return false;
+    any = true;
+  }
+  return any;
+}
+
+// The one operand of elementwise n that is neither a broadcast nor a constant, where it is
+// elementwise work of n's shape and n only widens it by broadcasts (x - mean: x) or is unary work on
+// it (a cast); nullptr otherwise.
+NodeRef full_operand(const NodeRef& n, const std::unordered_set<const Node*>& points) {
+  if (!ir::is_elementwise(n->op)) return nullptr;
+  NodeRef full;
+  bool widened = false;
+  for (auto& s : n->src) {
+    if (s->op == Op::CONST) continue;
+    if (broadcast(s, points)) {
+      widened = true;
+      continue;
+    }
+    if (full) return nullptr;
+    full = s;
+  }
+  bool ok =
+      full && (widened || n->src.size() == 1) && full->shape == n->shape && ir::is_elementwise(full->op);
+  return ok ? full : nullptr;
 }
 
 // A one-hot mask: an index compared with a range (x == arange(n), written (x != i) xor true). Kept in
@@ -339,14 +392,28 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
       if (own.size() >= 2 && !in_points.count(raw) && (raw->op == Op::REDUCE || ir::is_elementwise(raw->op)))
         shared.push_back({topo[raw], raw});
     std::sort(shared.begin(), shared.end(), std::greater<>());
+    auto worth_storing = [&](const NodeRef& n) {
+      auto it = owners.find(n.get());
+      return it != owners.end() && it->second.size() >= 2 && !in_points.count(n.get()) &&
+             store_is_cheaper(static_cast<int64_t>(it->second.size()), input_bytes(n, in_points),
+                              dtype_size(n->dtype));
+    };
     NodeRef best;
     for (auto& [t, raw] : shared) {
       const NodeRef& n = keep[raw];
-      if (n->op == Op::REDUCE || store_is_cheaper(static_cast<int64_t>(owners[raw].size()),
-                                                  input_bytes(n, in_points), dtype_size(n->dtype))) {
+      if (n->op == Op::REDUCE) {
         best = n;
         break;
       }
+      // (x - mean) * rstd, with mean and rstd realized, costs what x costs to store, and x serves x's
+      // other readers too (the mean): store the deepest such x (a few steps down), and the work on it
+      // is recomputed where it is read
+      std::vector<NodeRef> chain{n};
+      while (chain.size() < 4 && full_operand(chain.back(), in_points))
+        chain.push_back(full_operand(chain.back(), in_points));
+      for (auto x = chain.rbegin(); x != chain.rend() && !best; ++x)
+        if (dtype_size((*x)->dtype) <= dtype_size(n->dtype) && worth_storing(*x)) best = *x;
+      if (best) break;
     }
     if (best) {
       add(best, [&] {

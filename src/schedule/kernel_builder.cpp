@@ -36,8 +36,10 @@ NodeRef flat_index(const std::vector<NodeRef>& idx, const ir::Shape& shape) {
 class Builder {
  public:
   // All outputs share one shape: the kernel's output loops.
-  Builder(const std::unordered_set<const Node*>& points, std::vector<NodeRef> outs)
-      : points_(points), outs_(std::move(outs)) {
+  // Points in `inlined` (row statistics of the outputs' rows) are computed here, not read.
+  Builder(const std::unordered_set<const Node*>& points, std::vector<NodeRef> outs,
+          const std::unordered_set<const Node*>& inlined)
+      : points_(points), inlined_(inlined), outs_(std::move(outs)) {
     for (auto& o : outs_) global_of(o);
   }
 
@@ -154,7 +156,8 @@ class Builder {
     const NodeRef& valid = f.req.valid;
     // another output of this kernel is computed again here, not read back (see build_schedule)
     bool output = std::any_of(outs_.begin(), outs_.end(), [&](const NodeRef& o) { return o == n; });
-    if (!f.req.is_root && (is_realized(n) || (points_.count(n.get()) && !output))) {
+    if (!f.req.is_root &&
+        (is_realized(n) || (points_.count(n.get()) && !output && !inlined_.count(n.get())))) {
       std::vector<NodeRef> src{global_of(n), flat_index(idx, n->shape)};
       if (valid) src.push_back(valid);
       return ir::make(Op::LOAD, n->dtype, {}, src);
@@ -244,6 +247,7 @@ class Builder {
   }
 
   const std::unordered_set<const Node*>& points_;
+  const std::unordered_set<const Node*>& inlined_;
   std::vector<NodeRef> outs_;
   std::vector<NodeRef> globals_;
   std::unordered_map<const Node*, int64_t> global_index_;
@@ -291,6 +295,62 @@ std::unordered_set<const Node*> realized_inputs(const NodeRef& n,
   return out;
 }
 
+// Whether q's kernel reads point g, one value per row, only at its own index: every path from q
+// down to g runs through elementwise work, row reduces and row broadcasts (a variance reading its
+// mean). A kernel computing both computes g once and uses it, as it does any of its outputs.
+bool reads_in_place(const NodeRef& q, const NodeRef& g, const std::unordered_set<const Node*>& points) {
+  if (g->shape.empty() || g->shape.back() != 1) return false;  // else a row reduce moves its index
+  std::unordered_set<const Node*> seen[2];                     // by whether the path so far keeps the index
+  std::vector<std::pair<NodeRef, bool>> stack;
+  for (auto& s : q->src) stack.push_back({s, true});
+  while (!stack.empty()) {
+    auto [n, ok] = stack.back();
+    stack.pop_back();
+    if (n == g) {
+      if (!ok) return false;
+      continue;
+    }
+    if (is_realized(n) || points.count(n.get()) || !seen[ok].insert(n.get()).second) continue;
+    ok = ok && (ir::is_elementwise(n->op) || row_reduce(n) || row_expand(n));
+    for (auto& s : n->src) stack.push_back({s, ok});
+  }
+  return true;
+}
+
+// Whether point k holds one value per row of q (q's shape with a last dim of 1).
+bool row_statistic(const NodeRef& k, const NodeRef& q) {
+  if (k->shape.size() != q->shape.size() || k->shape.empty() || k->shape.back() != 1) return false;
+  return std::equal(k->shape.begin(), k->shape.end() - 1, q->shape.begin());
+}
+
+// Whether the kernel of `group` with q added can compute the row statistics `stats` that q reads
+// (a layer norm's mean and rstd beside the values it normalizes) instead of reading them: each reads
+// only what the kernel reads or computes, and q and each of them read each one in place. Computed
+// once per row from the rows the kernel holds, they cost no memory traffic and save the kernel
+// that would wait for them.
+template <class Reads>
+bool computed_per_row(const NodeRef& q, const std::vector<NodeRef>& group,
+                      const std::unordered_set<const Node*>& stats, const std::vector<NodeRef>& points,
+                      const Reads& reads, const std::unordered_set<const Node*>& point_set) {
+  auto held = [&](const Node* l) {
+    if (stats.count(l) || reads.at(q.get()).count(l)) return true;
+    return std::any_of(group.begin(), group.end(),
+                       [&](const NodeRef& g) { return g.get() == l || reads.at(g.get()).count(l); });
+  };
+  std::vector<NodeRef> readers(group.begin(), group.end());
+  readers.push_back(q);
+  for (auto& p : points)
+    if (stats.count(p.get())) readers.push_back(p);
+  for (auto& k : points) {
+    if (!stats.count(k.get())) continue;
+    for (const Node* l : reads.at(k.get()))
+      if (!held(l)) return false;
+    for (auto& r : readers)
+      if (r != k && !reads_in_place(r, k, point_set)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 namespace {
@@ -320,7 +380,8 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
   // Multi-output kernels: points with one output shape that read a common buffer are computed by one
   // kernel (e.g. x.sum(1) and x.max(1) read x once). A point may join one it depends on when that
   // one is elementwise and small: the kernel computes it again where the later one reads it (an
-  // optimizer's moments and the parameter that reads them: one pass over each buffer).
+  // optimizer's moments and the parameter that reads them: one pass over each buffer), or when it
+  // reads that one only at its own index (a row's mean and the variance around it: one pass).
   std::unordered_map<const Node*, std::unordered_set<const Node*>> reads;  // realized inputs, points
   for (auto& p : points) {
     reads[p.get()] = realized_inputs(p, point_set);
@@ -345,6 +406,7 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
   };
   Schedule s;
   std::vector<std::vector<NodeRef>> groups;
+  std::vector<std::unordered_set<const Node*>> inlines;  // per group (see the Builder)
   std::vector<bool> taken(points.size());
   for (size_t i = 0; i < points.size(); i++) {
     if (taken[i]) continue;
@@ -371,9 +433,11 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
       if (p->op == Op::ATTENTION && group.size() > 1 && ir::attention_part(p->arg) != ir::AttentionPart::Out)
         std::swap(group[0], group[1]);  // the output first
       groups.push_back(std::move(group));
+      inlines.emplace_back();
       continue;
     }
     std::vector<NodeRef> group{p};
+    std::unordered_set<const Node*> inlined;  // row statistics this kernel computes, not reads
     const auto& shared = reads[p.get()];
     for (size_t j = i + 1; j < points.size(); j++) {
       const NodeRef& q = points[j];
@@ -383,21 +447,33 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
       bool independent = true, common = false;
       for (auto& g : group) {
         bool uses = deps[q.get()].count(g.get()) > 0;
-        independent &= !deps[g.get()].count(q.get()) && (!uses || recomputable(g));
+        independent &=
+            !deps[g.get()].count(q.get()) && (!uses || recomputable(g) || reads_in_place(q, g, point_set));
         common |= uses;
       }
       for (auto* in : reads[q.get()]) common |= shared.count(in) > 0;
-      // a later point that depends on nothing in between can join; others keep their order
+      // a later point that depends on nothing in between can join; others keep their order, unless
+      // all it needs in between are statistics of its rows computed from what the kernel reads
+      std::unordered_set<const Node*> stats = inlined;
       for (size_t k = i + 1; k < j && independent; k++)
-        if (!taken[k]) independent &= !deps[q.get()].count(points[k].get());
+        if (!taken[k] && deps[q.get()].count(points[k].get())) {
+          independent = row_statistic(points[k], q);
+          stats.insert(points[k].get());
+        }
+      if (independent && !stats.empty())
+        independent = computed_per_row(q, group, stats, points, reads, point_set);
       if (independent && common) {
         group.push_back(q);
+        if (explain && !stats.empty()) why[q.get()] += "; computes the statistics of its rows itself";
+        inlined = std::move(stats);
         taken[j] = true;
       }
     }
     groups.push_back(std::move(group));
+    inlines.push_back(std::move(inlined));
   }
-  for (auto& g : groups) {
+  for (size_t gi = 0; gi < groups.size(); gi++) {
+    const std::vector<NodeRef>& g = groups[gi];
     Kernel k;
     if (g[0]->op == Op::ATTENTION) {
       auto stop = [&](const NodeRef& n) { return is_realized(n) || point_set.count(n.get()) > 0; };
@@ -408,16 +484,15 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
       k.outputs = g;
       k.inputs = g[0]->src;
     } else {
-      Builder b(point_set, g);
+      Builder b(point_set, g, inlines[gi]);
       k.ast = b.build();
       k.outputs = g;
       k.inputs = b.inputs();
     }
     if (explain)
       for (size_t o = 0; o < g.size(); o++)
-        k.why.push_back(
-            why[g[o].get()] +
-            (o ? "; joins this kernel: independent of its other outputs, reads a buffer they read" : ""));
+        k.why.push_back(why[g[o].get()] +
+                        (o ? "; joins this kernel: it reads a buffer they read or what they compute" : ""));
     s.kernels.push_back(std::move(k));
   }
   return s;

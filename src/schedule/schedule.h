@@ -51,5 +51,8 @@ std::vector<ir::NodeRef> library_gemm_plan(const std::vector<ir::NodeRef>& roots
 std::vector<ir::NodeRef> library_gemm_points(const Schedule& s);
 
 bool is_realized(const ir::NodeRef& n);  // BUFFER, or already computed into a buffer
+// Row structure: a reduce over the last axis only (keepdim), or an expand of that axis only.
+bool row_reduce(const ir::NodeRef& n);
+bool row_expand(const ir::NodeRef& n);
 
 }  // namespace kiln::schedule
