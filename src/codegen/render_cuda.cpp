@@ -93,9 +93,9 @@ class CudaRenderer : public RendererBase {
     indent_ = 1;
     split_count_ = k.launch.split;
     counters_offset_ = k.launch.counters_offset;
-    if (column_) {  // one thread per output; threads past the end compute the last one, publish nothing
-      out("for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, kiln_once = 0; kiln_once < 1; "
-          "kiln_once++) {");
+    if (column_) {  // a column per warp lane; threads past the end compute the last one, publish nothing
+      out("for (int64_t t = blockIdx.x * " + std::to_string(k.launch.columns) +
+          "LL + (threadIdx.x & 31), kiln_once = 0; kiln_once < 1; kiln_once++) {");
       out("  bool kiln_live = t < " + std::to_string(k.launch.work) + "LL;");
       out("  if (!kiln_live) t = " + std::to_string(k.launch.work - 1) + "LL;");
     } else if (split_count_ > 1)
@@ -175,15 +175,20 @@ class CudaRenderer : public RendererBase {
       int64_t s = std::min<int64_t>(longest / (l.block * 4), 528 / std::max<int64_t>(l.work, 1));
       const Inst& top = p_.insts[split_.empty() ? 0 : split_.begin()->first];
       bool contiguous = split_.size() == 1 && top.arg.size() > 4 && top.arg[4];
-      int64_t bx = (l.work + 255) / 256;
-      int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(longest / 64, 132 * 8 / bx));
-      if (accs > 0 && !contiguous && inner_.empty() && !globals.empty() && l.work >= 32 && chunks >= 2) {
+      if (accs > 0 && !contiguous && inner_.empty() && !globals.empty() && l.work >= 32) {
+        // 32 columns x 8 rows of threads a block; enough row chunks over gridDim.y for about 8
+        // blocks per SM of a 132-SM GPU, each thread walking at least 8 rows of its chunk
         l.kind = CudaLaunch::Kind::ColumnReduce;
-        l.block = 256;
-        l.split = static_cast<int>(chunks);
+        l.block = kColumnBlock;
+        l.columns = 32;
+        int64_t bx = (l.work + l.columns - 1) / l.columns;
+        int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(longest / 64, 132 * 8 / bx));
         chunk_ = (longest + chunks - 1) / chunks;
-        l.counters_offset = l.work * chunks * accs * 8;
-        l.scratch_bytes = l.counters_offset + bx * 4;
+        if (chunks > 1) {
+          l.split = static_cast<int>(chunks);
+          l.counters_offset = l.work * chunks * accs * 8;
+          l.scratch_bytes = l.counters_offset + bx * 4;
+        }
         return;
       }
       if (accs > 0 && s > 1 && inner_.empty()) {
@@ -483,7 +488,8 @@ class CudaRenderer : public RendererBase {
       std::string end = "kiln_end" + std::to_string(i), c = std::to_string(chunk_) + "LL";
       out("const int64_t " + end + " = min(" + size + ", (blockIdx.y + 1) * " + c + ");");
       out("#pragma unroll 8");
-      out("for (int64_t " + n + " = blockIdx.y * " + c + "; " + n + " < " + end + "; " + n + "++) {");
+      out("for (int64_t " + n + " = blockIdx.y * " + c + " + (threadIdx.x >> 5); " + n + " < " + end + "; " +
+          n + " += " + std::to_string(kColumnBlock / 32) + ") {");
     } else if (split && split_count_ > 1)
       out("for (int64_t " + n + " = (blockIdx.x % " + std::to_string(split_count_) +
           ") * (int64_t)blockDim.x + threadIdx.x; " + n + " < " + size + "; " + n +
@@ -527,18 +533,20 @@ class CudaRenderer : public RendererBase {
     return op == Op::ADD ? "kiln_add()" : op == Op::MUL ? "kiln_mul()" : "kiln_max()";
   }
 
-  // Each thread publishes its chunk's result; the last block of this column of blocks (blockIdx.x)
-  // to arrive combines every output's chunks in chunk order. The results lie by (accumulator,
-  // chunk, column), so the combining block's threads read neighbouring slots: one SM does the whole
-  // combine, and with a column's chunks side by side its loads touched a sector each (G3's weight
-  // gradient: 0.19 ms, most of it this tail, on an H100).
+  // The block's rows of threads combine their columns' results in shared memory, in row order,
+  // and every thread gets them. With the rows cut into chunks, one thread a column publishes its
+  // chunk's results; the last block of this column of blocks (blockIdx.x) to arrive combines the
+  // chunks in a fixed order: each row of threads takes every 8th chunk, then the rows are combined.
+  // The results lie by (accumulator, chunk, column), so a warp's loads are coalesced.
   void combine_columns(const std::vector<int>& accs) {
+    combine_rows(accs);
+    if (split_count_ == 1) return;
     std::string s = std::to_string(split_count_), w = std::to_string(work_) + "LL";
     std::string counter =
         "((unsigned int*)(kiln_scratch + " + std::to_string(counters_offset_) + "))[blockIdx.x]";
     for (size_t a = 0; a < accs.size(); a++)
-      out("if (kiln_live) kiln_put(kiln_scratch, (" + std::to_string(a) + " * " + s + " + blockIdx.y) * " +
-          w + " + t, " + v(accs[a]) + ");");
+      out("if (kiln_live && threadIdx.x < 32) kiln_put(kiln_scratch, (" + std::to_string(a) + " * " + s +
+          " + blockIdx.y) * " + w + " + t, " + v(accs[a]) + ");");
     out("__threadfence();");
     out("__syncthreads();");
     out("__shared__ bool kiln_last;");
@@ -551,12 +559,32 @@ class CudaRenderer : public RendererBase {
       const Inst& acc = p_.insts[static_cast<size_t>(accs[a])];
       std::string type = value_type(acc.dtype);
       out(v(accs[a]) + " = " + v(acc.src[0]) + ";");
-      out("#pragma unroll 16");  // the chunks' results come from L2: many loads in flight
-      out("for (int64_t j = 0; j < " + s + "; j++) " + v(accs[a]) + " = " + combine(accs[a]) + "(" +
-          v(accs[a]) + ", kiln_get<" + type + ">(kiln_scratch, (" + std::to_string(a) + " * " + s +
-          " + j) * " + w + " + t));");
+      out("#pragma unroll 4");  // the chunks' results come from L2: several loads in flight
+      out("for (int64_t j = threadIdx.x >> 5; j < " + s + "; j += " + std::to_string(kColumnBlock / 32) + ") " + v(accs[a]) + " = " +
+          combine(accs[a]) + "(" + v(accs[a]) + ", kiln_get<" + type + ">(kiln_scratch, (" +
+          std::to_string(a) + " * " + s + " + j) * " + w + " + t));");
     }
+    combine_rows(accs);
     out("if (threadIdx.x == 0) " + counter + " = 0u;");
+  }
+
+  // Combines each accumulator over the block's rows of threads (threadIdx.x >> 5), in row order.
+  void combine_rows(const std::vector<int>& accs) {
+    for (size_t a = 0; a < accs.size(); a++) {
+      std::string type = value_type(p_.insts[static_cast<size_t>(accs[a])].dtype);
+      std::string sh = "kiln_rows" + std::to_string(a) + "_" + std::to_string(combines_);
+      out("__shared__ " + type + " " + sh + "[" + std::to_string(kColumnBlock) + "];");
+      out(sh + "[threadIdx.x] = " + v(accs[a]) + ";");
+      combined_.push_back({accs[a], sh});
+    }
+    out("__syncthreads();");
+    for (auto& [acc, sh] : combined_) {
+      out(v(acc) + " = " + sh + "[threadIdx.x & 31];");
+      out("for (int kiln_r = 1; kiln_r < " + std::to_string(kColumnBlock / 32) + "; kiln_r++) " + v(acc) + " = " + combine(acc) +
+          "(" + v(acc) + ", " + sh + "[kiln_r * 32 + (threadIdx.x & 31)]);");
+    }
+    combined_.clear();
+    combines_++;
   }
 
   // The blocks sharing output t publish their results; the last one to arrive combines them all in
@@ -594,7 +622,7 @@ class CudaRenderer : public RendererBase {
     std::string s = add ? "atomicAdd(&" + v(in.src[0]) + "[" + v(in.src[1]) + "], " + store_value(in) + ");"
                         : v(in.src[0]) + "[" + v(in.src[1]) + "] = " + store_value(in) + ";";
     bool per_thread = std::count(open_.begin(), open_.end(), -3) > 0;  // inside a row's loop
-    out(column_ ? "if (kiln_live) " + s : block_reduce_ && !per_thread ? "if (threadIdx.x == 0) " + s : s);
+    out(column_ ? "if (kiln_live && threadIdx.x < 32) " + s : block_reduce_ && !per_thread ? "if (threadIdx.x == 0) " + s : s);
   }
 
   std::string exp2(const std::string& x, bool f64) override { return (f64 ? "exp2(" : "exp2f(") + x + ")"; }
@@ -625,6 +653,9 @@ class CudaRenderer : public RendererBase {
   int split_count_ = 1;
   int64_t chunk_ = 0;  // ColumnReduce: reduce steps per chunk
   bool column_ = false;
+  static constexpr int kColumnBlock = 256;              // ColumnReduce: threads a block
+  int combines_ = 0;                                    // ColumnReduce: shared arrays so far
+  std::vector<std::pair<int, std::string>> combined_;  // (accumulator, its shared array)
   int64_t counters_offset_ = 0;
   std::set<size_t> laned_;    // RANGEs whose kLanes consecutive values one thread takes
   std::vector<int> lane_of_;  // per instruction: the laned RANGE its value varies with, or -1

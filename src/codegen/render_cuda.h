@@ -6,9 +6,10 @@
 //   memory, so a row reduction (sum, max, softmax's denominators) is one coalesced pass. With few
 //   outputs and a long reduce (a loss, a norm), several blocks share one output (CudaLaunch::split).
 // - ColumnReduce: a reduce whose loads are contiguous along the outputs, not along the reduce (a sum
-//   over rows, a bias gradient): one thread per output, so a warp's loads are coalesced, and the
-//   reduce cut into `split` chunks along gridDim.y; the last block of each column of blocks to
-//   finish combines the chunks' partial results in chunk order.
+//   over rows, a bias gradient): a warp's lanes take 32 consecutive outputs, so its loads are
+//   coalesced, and the block's 8 warps take every 8th row; the reduce is cut into `split` chunks
+//   along gridDim.y, and the last block of each column of blocks to finish combines the chunks'
+//   partial results in a fixed order.
 // Lanes: a thread takes 4 consecutive values of the innermost output loop (Elementwise) or of each
 // loop split over a block's threads (BlockReduce), so a contiguous load or store of 4 such values is
 // one vector access (16 bytes for f32) and each thread has 4 independent loads in flight.
@@ -44,6 +45,7 @@ struct CudaLaunch {
   // be 16-byte aligned.
   int lanes = 1;
   int step = 1;  // Elementwise: outputs a thread takes a step of its grid-stride loop (lanes, or 1)
+  int columns = 0;  // ColumnReduce: outputs a block takes (one a warp lane; the warps take rows)
 };
 
 struct CudaKernel {

@@ -172,14 +172,27 @@ TEST(RenderCuda, FewOutputsWithLongReducesSplitOverBlocks) {
 
 namespace {
 TEST(RenderCuda, ColumnSumsKeepLoadsCoalesced) {
-  // a sum over rows (a bias gradient): one thread per column, rows cut into chunks over gridDim.y
+  // a sum over rows (a bias gradient): a warp's lanes take 32 columns, its 8 warps every 8th row,
+  // rows cut into chunks over gridDim.y whose results the last block combines
   Tensor x = kiln::testing::random_tensor({4096, 768}, DType::F32, -1, 1, 7);
   auto ks = lower_all(x.sum(0));
   ASSERT_EQ(ks.size(), 1u);
   const auto& k = ks[0];
   EXPECT_EQ(k.launch.kind, codegen::CudaLaunch::Kind::ColumnReduce) << k.source;
+  EXPECT_EQ(k.launch.columns, 32);
   EXPECT_GT(k.launch.split, 1);
   EXPECT_TRUE(has(k.source, "blockIdx.y")) << k.source;
-  EXPECT_TRUE(has(k.source, "if (kiln_live) data0[")) << k.source;
+  EXPECT_TRUE(has(k.source, "(threadIdx.x & 31)")) << k.source;
+  EXPECT_TRUE(has(k.source, "+= 8)")) << k.source;  // the warps' rows
+  EXPECT_EQ(count(k.source, "__shared__ float kiln_rows"), 2) << k.source;  // the block's, then the chunks'
+  EXPECT_TRUE(has(k.source, "if (kiln_live && threadIdx.x < 32) data0[")) << k.source;
+  // many columns and few rows: one chunk, the block's warps combined, no partial results
+  Tensor w = kiln::testing::random_tensor({200, 40000}, DType::F32, -1, 1, 8);
+  auto kw = lower_all(w.sum(0))[0];
+  EXPECT_EQ(kw.launch.kind, codegen::CudaLaunch::Kind::ColumnReduce) << kw.source;
+  EXPECT_EQ(kw.launch.split, 1);
+  EXPECT_EQ(kw.launch.scratch_bytes, 0);
+  EXPECT_FALSE(has(kw.source, "kiln_scratch")) << kw.source;
+  EXPECT_EQ(count(kw.source, "__shared__ float kiln_rows"), 1) << kw.source;
 }
 }  // namespace

@@ -160,6 +160,10 @@ TEST_F(Cuda, ReductionsShortAndLong) {
   Tensor c = on_gpu({5000, 700}, DType::F32, -1, 1, 20);
   EXPECT_TRUE(expect_matches_reference(c.sum(0) + c.max(0), 1e-5, 1e-3));
   EXPECT_TRUE(expect_matches_reference((c * c).sum(0, true) * c, 1e-5, 1e-3));
+  Tensor wide = on_gpu({200, 40000}, DType::F32, -1, 1, 21);  // one chunk of rows
+  EXPECT_TRUE(expect_matches_reference(wide.sum(0) + wide.max(0), 1e-5, 1e-3));
+  Tensor h = on_gpu({16384, 96}, DType::BF16, -1, 1, 22);  // bf16 rows into f32 sums
+  EXPECT_TRUE(expect_matches_reference(h.to(DType::F32).sum(0), 1e-5, 1e-3));
   Tensor all = on_gpu({1000, 1000}, DType::F32, -1, 1, 9);
   EXPECT_TRUE(expect_matches_reference(all.sum(), 1e-5, 1e-3));
   Tensor d = on_gpu({3, 4000}, DType::F64, -1, 1, 10);

@@ -183,7 +183,7 @@ void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::
   bool own_scratch = false;
   unsigned grid_y = 1;
   if (l.kind == codegen::CudaLaunch::Kind::ColumnReduce) {  // (output blocks) x (reduce chunks)
-    blocks = (l.work + l.block - 1) / l.block;
+    blocks = (l.work + l.columns - 1) / l.columns;
     grid_y = static_cast<unsigned>(l.split);
   } else if (l.kind == codegen::CudaLaunch::Kind::Grid) {
     blocks = l.work;
