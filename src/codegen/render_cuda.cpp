@@ -340,7 +340,7 @@ class CudaRenderer : public RendererBase {
         }
         suffix_.clear();
         for (int k = 0; k < kLanes && fill; k++)
-          in_lane(k, [&] { out(slot(i) + " = " + lanes_[u][static_cast<size_t>(k)] + ";"); });
+          in_lane(k, [&] { out(slot(i) + " = " + vec + ".v[" + std::to_string(k) + "];"); });
         names_[u] = lanes_[u][0];
         return;
       }
@@ -386,11 +386,10 @@ class CudaRenderer : public RendererBase {
   // loop keeps what it loads in shared memory and in the later loops each thread reads back only
   // what it wrote itself (no barrier). A load qualifies when its index is (a row's start, fixed
   // before the loop) + the loop's index, in a loop directly under the output digits; up to the
-  // block's shared memory in all (row_cache_budget_). Measured on an H100: softmax cross-entropy
-  // over 50304 columns (a 201 KB row, one block of 1024 threads per SM) ran in 1.54 ms with the row
-  // in shared memory, 1.94 ms re-reading it from L2 (a third of the re-reads missed), 2.9 ms with
-  // 4 blocks per SM re-reading it from memory. Larger rows are re-read; the launch then runs few
-  // enough blocks at once for L2 to hold them (CudaLaunch::reread_bytes).
+  // block's shared memory in all (row_cache_budget_). A row kept in shared memory beat re-reading it
+  // from L2 or from memory (bench/RESULTS.md, softmax cross-entropy over 50304 columns). Larger rows
+  // are re-read; the launch then runs few enough blocks at once for L2 to hold them
+  // (CudaLaunch::reread_bytes).
   struct Cached {
     int64_t offset;
     size_t loop;
@@ -423,8 +422,8 @@ class CudaRenderer : public RendererBase {
     for (auto& [key, uses] : rows) {
       std::set<size_t> loops;
       for (auto& u : uses) loops.insert(u.loop);
-      DType t = p_.insts[uses[0].load].dtype;
-      int64_t n = (std::get<2>(key) * (is_half(t) ? 4 : dtype_size(t)) + 15) / 16 * 16;
+      DType t = global_dtype(p_.insts[uses[0].load]);
+      int64_t n = (std::get<2>(key) * dtype_size(t) + 15) / 16 * 16;  // as stored in memory
       if (loops.size() >= 2 && bytes + n > row_cache_budget_) l.reread_bytes += n;
       if (loops.size() < 2 || bytes + n > row_cache_budget_) continue;
       for (auto& u : uses) row_cache_[u.load] = {bytes, u.loop, u.loop == *loops.begin()};
@@ -432,23 +431,27 @@ class CudaRenderer : public RendererBase {
       bytes += n;
     }
     l.smem_bytes = bytes;
-    if (l.reread_bytes > 0 || l.smem_bytes > 96 * 1024)
-      l.block = 1024;  // one block per SM is often all that fits
+    if (l.reread_bytes > 0 || l.smem_bytes > 113 * 1024)
+      l.block = 1024;  // one block per SM is all that fits
+    else if (l.smem_bytes > 96 * 1024)
+      l.block = 512;  // two blocks per SM: one's loads overlap the other's work on its row
   }
 
-  // A cached row's shared-memory element for a LOAD of row_cache_.
+  // A cached row's shared-memory element for a LOAD of row_cache_, as stored in memory (16-bit
+  // floats as their bits: half the bytes, so more blocks fit an SM).
   std::string slot(int i) const {
     const Cached& c = row_cache_.at(static_cast<size_t>(i));
-    return std::string("((") + value_type(p_.insts[static_cast<size_t>(i)].dtype) + "*)(kiln_smem + " +
+    return std::string("((") + storage_type(global_dtype(p_.insts[static_cast<size_t>(i)])) + "*)(kiln_smem + " +
            std::to_string(c.offset) + "))[" + v(static_cast<int>(c.loop)) + "]";
   }
 
   void load(int i) override {
     auto it = row_cache_.find(static_cast<size_t>(i));
     if (it == row_cache_.end()) return RendererBase::load(i);
-    if (!it->second.fills) return def(i, "val", slot(i));
+    DType t = global_dtype(p_.insts[static_cast<size_t>(i)]);
+    if (!it->second.fills) return def(i, "val", is_half(t) ? half_to_float(t, slot(i)) : slot(i));
     def(i, "val", load_expr(p_.insts[static_cast<size_t>(i)]));
-    out(slot(i) + " = " + v(i) + ";");
+    out(slot(i) + " = " + (is_half(t) ? float_to_half(t, v(i)) : v(i)) + ";");  // exact: the bits read
   }
 
   void range(int i) override {

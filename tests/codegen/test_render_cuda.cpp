@@ -116,6 +116,12 @@ TEST(RenderCuda, RowsReadBySeveralLoopsStayInSharedMemory) {
   EXPECT_EQ(vocab[0].launch.smem_bytes, 50304 * 4);
   EXPECT_EQ(vocab[0].launch.block, 1024);
   EXPECT_EQ(vocab[0].launch.reread_bytes, 0);
+  // bf16 logits stay as they are stored (100 KB): two blocks of 512 threads fit an SM
+  Tensor h = kiln::testing::random_tensor({2, 50304}, DType::BF16, -1, 1, 11);
+  auto half = lower_all(h.to(DType::F32) - h.to(DType::F32).max(1, true), {.shared_per_block = 227 * 1024});
+  EXPECT_EQ(half[0].launch.smem_bytes, 50304 * 2);
+  EXPECT_EQ(half[0].launch.block, 512);
+  EXPECT_TRUE(has(half[0].source, "kiln_bf2f(((uint16_t*)(kiln_smem + 0))[")) << half[0].source;
   // a row read by one loop only is not kept
   EXPECT_EQ(lower_all(x.sum(1))[0].launch.smem_bytes, 0);
 }

@@ -164,6 +164,8 @@ TEST_F(Cuda, ReductionsShortAndLong) {
   EXPECT_TRUE(expect_matches_reference(wide.sum(0) + wide.max(0), 1e-5, 1e-3));
   Tensor h = on_gpu({16384, 96}, DType::BF16, -1, 1, 22);  // bf16 rows into f32 sums
   EXPECT_TRUE(expect_matches_reference(h.to(DType::F32).sum(0), 1e-5, 1e-3));
+  Tensor logits = on_gpu({6, 50304}, DType::BF16, -4, 4, 23).to(DType::F32);  // rows kept as bf16
+  EXPECT_TRUE(expect_matches_reference(logits.log_softmax(1), 1e-5, 1e-5));
   Tensor all = on_gpu({1000, 1000}, DType::F32, -1, 1, 9);
   EXPECT_TRUE(expect_matches_reference(all.sum(), 1e-5, 1e-3));
   Tensor d = on_gpu({3, 4000}, DType::F64, -1, 1, 10);
