@@ -35,7 +35,7 @@ NodeRef flat_index(const std::vector<NodeRef>& idx, const ir::Shape& shape) {
 
 class Builder {
  public:
-  // All outputs share one shape: the kernel's output loops.
+  // The outputs share the first one's shape (the kernel's output loops) or have dims of 1 in it.
   // Points in `inlined` (row statistics of the outputs' rows) are computed here, not read.
   Builder(const std::unordered_set<const Node*>& points, std::vector<NodeRef> outs,
           const std::unordered_set<const Node*>& inlined)
@@ -50,10 +50,14 @@ class Builder {
     next_range_ = id;
     std::vector<NodeRef> stores;
     for (auto& out : outs_) {
+      // an output with a dim of 1 where the loops have more (a row statistic) is stored once a row
+      std::vector<NodeRef> at = idx;
+      for (size_t d = 0; d < at.size(); d++)
+        if (out->shape[d] == 1) at[d] = ir::const_int(0);
       NodeRef src = out->op == Op::CONTIGUOUS ? out->src[0] : out;
-      NodeRef value = render({src, idx, nullptr, src == out});
+      NodeRef value = render({src, at, nullptr, src == out});
       stores.push_back(
-          ir::make(Op::STORE, out->dtype, {}, {global_of(out), flat_index(idx, out->shape), value}));
+          ir::make(Op::STORE, out->dtype, {}, {global_of(out), flat_index(at, out->shape), value}));
     }
     return ir::simplify(ir::make(Op::SINK, outs_[0]->dtype, {}, stores));
   }
@@ -404,6 +408,26 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
     }
     return it->second;
   };
+  // Whether q, a later point, can be computed by the kernel of `group` (row statistics of q's rows):
+  // q reads each of them at its own row, they read nothing q does not, and q needs nothing computed
+  // between them and it.
+  auto takes_its_reader = [&](const NodeRef& q, const std::vector<NodeRef>& group, size_t i, size_t j,
+                              const std::vector<bool>& taken, std::vector<size_t>& early) {
+    std::unordered_set<const Node*> stats;
+    for (auto& g : group) {
+      if (!row_statistic(g, q) || !deps[q.get()].count(g.get())) return false;
+      stats.insert(g.get());
+    }
+    // the kernel runs where the first of group is: what q needs from between runs before it
+    early.clear();
+    for (size_t k = i + 1; k < j; k++) {
+      if (taken[k] || !deps[q.get()].count(points[k].get())) continue;
+      for (auto& g : group)
+        if (deps[points[k].get()].count(g.get())) return false;
+      early.push_back(k);
+    }
+    return computed_per_row(q, {}, stats, points, reads, point_set);
+  };
   Schedule s;
   std::vector<std::vector<NodeRef>> groups;
   std::vector<std::unordered_set<const Node*>> inlines;  // per group (see the Builder)
@@ -438,12 +462,27 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
     }
     std::vector<NodeRef> group{p};
     std::unordered_set<const Node*> inlined;  // row statistics this kernel computes, not reads
+    std::vector<size_t> early;                // points moved ahead of this kernel
     const auto& shared = reads[p.get()];
     for (size_t j = i + 1; j < points.size(); j++) {
       const NodeRef& q = points[j];
-      if (taken[j] || q->shape != p->shape || q->numel() == 0 || q->op == Op::ATTENTION ||
-          q->op == Op::LAYER_NORM)
+      if (taken[j] || q->numel() == 0 || q->op == Op::ATTENTION || q->op == Op::LAYER_NORM) continue;
+      if (q->shape != p->shape) {
+        // a kernel of row statistics takes in a later point that reads them at its rows (a loss's
+        // max and sum of exponentials, and its gradient over the whole row): the rows are read once
+        if (inlined.empty() && takes_its_reader(q, group, i, j, taken, early)) {
+          for (size_t k : early) {  // kernels of their own, before this one
+            groups.push_back({points[k]});
+            inlines.emplace_back();
+            taken[k] = true;
+          }
+          if (explain) why[q.get()] += "; computes the statistics of its rows and stores them too";
+          group.insert(group.begin(), q);  // the kernel's loops are the rows'
+          taken[j] = true;
+          break;
+        }
         continue;
+      }
       bool independent = true, common = false;
       for (auto& g : group) {
         bool uses = deps[q.get()].count(g.get()) > 0;

@@ -182,6 +182,29 @@ TEST(Fusion, NormalizationAndLossKernelCounts) {
   EXPECT_LE(stats().kernels_run - before, 3);  // was 4: x - mean was stored, mean and variance apart
 }
 
+TEST(Fusion, ALossAndItsGradientReadTheLogitsOnce) {
+  // cross-entropy's row max and sum of exponentials are computed by the kernel of its gradient,
+  // which stores them for the loss: one kernel reads the logits' rows (the loss reads one logit a
+  // row, its target's)
+  Tensor lg = random_tensor({16, 1000}, DType::F32, -4, 4, 24);
+  lg.requires_grad_();
+  Tensor cls = tensor(std::vector<int64_t>{1, 0, 999, 7, 7, 150, 3, 3, 8, 9, 10, 500, 12, 13, 14, 15});
+  Tensor loss = F::cross_entropy(lg, cls);
+  Tensor dl = grad({loss}, {lg})[0];
+  auto sched = schedule::make_schedule(ir::rewrite_graph({loss.node(), dl.node()}));
+  int readers = 0;
+  for (auto& k : sched.kernels) {
+    bool reads = std::any_of(k.inputs.begin(), k.inputs.end(), [&](auto& n) { return n == lg.node(); });
+    if (!reads || k.outputs[0]->numel() == 1) continue;
+    readers++;
+    EXPECT_EQ(k.outputs.size(), 3u);  // the gradient, the row max and the row sum
+    EXPECT_EQ(k.outputs[0]->shape, (ir::Shape{16, 1000}));
+  }
+  EXPECT_EQ(readers, 1);
+  expect_matches_reference(loss, 1e-4, 1e-5);
+  expect_matches_reference(dl, 1e-4, 1e-5);
+}
+
 TEST(Fusion, CostlyWorkBroadcastIntoAReduceIsStored) {
   // exp(x)*3+1 feeds a matmul: fused, it would be recomputed for each of w's 48 columns
   Tensor x = r({64, 32}, 30), w = r({32, 48}, 31);
