@@ -77,23 +77,8 @@ __device__ __forceinline__ void flash_dq(uint16_t* out, const uint16_t* qg, cons
     const uint32_t kt = sk + stage * BN * D * 2, vt = sv + stage * BN * D * 2;
     if (!(CAUSAL && n0 > wrow + 15)) {
       float s[BN / 8][4], dp[BN / 8][4];
-#pragma unroll
-      for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) s[j][e] = dp[j][e] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; kk++) {
-#pragma unroll
-        for (int j = 0; j < BN / 16; j++) {
-          uint32_t b[4];
-          ldsm4(b, chunk_at(kt, j * 16 + (mi >> 1) * 8 + r8, 2 * kk + (mi & 1)));
-          mma(s[2 * j], qf[kk], b[0], b[1]);
-          mma(s[2 * j + 1], qf[kk], b[2], b[3]);
-          ldsm4(b, chunk_at(vt, j * 16 + (mi >> 1) * 8 + r8, 2 * kk + (mi & 1)));
-          mma(dp[2 * j], of[kk], b[0], b[1]);
-          mma(dp[2 * j + 1], of[kk], b[2], b[3]);
-        }
-      }
+      mma_frag_tile_t<BN / 16>(s, qf, kt, mi, r8);
+      mma_frag_tile_t<BN / 16>(dp, of, vt, mi, r8);
       const bool edge = n0 + BN > TK || (CAUSAL && n0 + BN - 1 > wrow);
 #pragma unroll
       for (int j = 0; j < BN / 8; j++)
@@ -106,19 +91,8 @@ __device__ __forceinline__ void flash_dq(uint16_t* out, const uint16_t* qg, cons
           }
           s[j][e] = p * (dp[j][e] - delta[e >> 1]);  // dS
         }
-      // dQ += dS K (dS from the accumulator registers as the A operand, K read transposed)
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; kk++) {
-        uint32_t a[4] = {pack2(s[2 * kk][0], s[2 * kk][1]), pack2(s[2 * kk][2], s[2 * kk][3]),
-                         pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-        for (int dj = 0; dj < D / 16; dj++) {
-          uint32_t b[4];
-          ldsm4_t(b, chunk_at(kt, kk * 16 + (mi & 1) * 8 + r8, 2 * dj + (mi >> 1)));
-          mma(dq[2 * dj], a, b[0], b[1]);
-          mma(dq[2 * dj + 1], a, b[2], b[3]);
-        }
-      }
+      // dQ += dS K (dS from the accumulator registers, K read transposed)
+      mma_acc_tile<BN / 16>(dq, s, kt, mi, r8);
     }
     __syncthreads();  // this stage is refilled next iteration
   }
@@ -128,10 +102,7 @@ __device__ __forceinline__ void flash_dq(uint16_t* out, const uint16_t* qg, cons
   for (int r = 0; r < 2; r++) {
     const int row = wrow + g + r * 8;
     if (row < TQ) {
-      uint16_t* dst = out + (bh * TQ + row) * (long long)D + 2 * t;
-#pragma unroll
-      for (int j = 0; j < D / 8; j++)
-        *(uint32_t*)(dst + j * 8) = pack2(dq[j][2 * r] * SCALE, dq[j][2 * r + 1] * SCALE);
+      store_row(out + (bh * TQ + row) * (long long)D + 2 * t, dq, r, SCALE);
     }
   }
 }
@@ -233,23 +204,8 @@ __device__ __forceinline__ void flash_dkv(uint16_t* out, const uint16_t* qg, con
           dp[j][e] = p * (dp[j][e] - sd[c]);  // dS^T
         }
       // dV += P^T dO and dK += dS^T Q (the accumulators as A operands, dO and Q read transposed)
-#pragma unroll
-      for (int kk = 0; kk < BM / 16; kk++) {
-        uint32_t a[4] = {pack2(s[2 * kk][0], s[2 * kk][1]), pack2(s[2 * kk][2], s[2 * kk][3]),
-                         pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-        uint32_t a2[4] = {pack2(dp[2 * kk][0], dp[2 * kk][1]), pack2(dp[2 * kk][2], dp[2 * kk][3]),
-                          pack2(dp[2 * kk + 1][0], dp[2 * kk + 1][1]), pack2(dp[2 * kk + 1][2], dp[2 * kk + 1][3])};
-#pragma unroll
-        for (int dj = 0; dj < D / 16; dj++) {
-          uint32_t b[4];
-          ldsm4_t(b, chunk_at(ot, kk * 16 + (mi & 1) * 8 + r8, 2 * dj + (mi >> 1)));
-          mma(dv[2 * dj], a, b[0], b[1]);
-          mma(dv[2 * dj + 1], a, b[2], b[3]);
-          ldsm4_t(b, chunk_at(qt, kk * 16 + (mi & 1) * 8 + r8, 2 * dj + (mi >> 1)));
-          mma(dk[2 * dj], a2, b[0], b[1]);
-          mma(dk[2 * dj + 1], a2, b[2], b[3]);
-        }
-      }
+      mma_acc_tile<BM / 16>(dv, s, ot, mi, r8);
+      mma_acc_tile<BM / 16>(dk, dp, qt, mi, r8);
     }
     __syncthreads();  // this stage is refilled next iteration
   }
@@ -260,11 +216,8 @@ __device__ __forceinline__ void flash_dkv(uint16_t* out, const uint16_t* qg, con
     const int key = wk + g + r * 8;
     if (key < TK) {
       uint16_t* dst = out + (bh * TK + key) * (long long)(2 * D) + 2 * t;
-#pragma unroll
-      for (int j = 0; j < D / 8; j++) {
-        *(uint32_t*)(dst + j * 8) = pack2(dk[j][2 * r] * SCALE, dk[j][2 * r + 1] * SCALE);
-        *(uint32_t*)(dst + D + j * 8) = pack2(dv[j][2 * r], dv[j][2 * r + 1]);
-      }
+      store_row(dst, dk, r, SCALE);
+      store_row(dst + D, dv, r, 1.f);
     }
   }
 }

@@ -64,6 +64,49 @@ __device__ __forceinline__ void load_tile(uint32_t base, const uint16_t* g, long
     cp_async16(chunk_at(base, row, c), g + (ok ? (long long)(r0 + row) * rs : 0) + c * 8, ok);
   }
 }
+// acc (16 rows x 16 NB) = A B^T, where A (16 rows x D) is in the fragments af and B the tile of
+// 16 NB rows x D at base
+template <int NB>
+__device__ __forceinline__ void mma_frag_tile_t(float (&acc)[2 * NB][4], const uint32_t (&af)[D / 16][4], uint32_t base,
+                                                int mi, int r8) {
+#pragma unroll
+  for (int j = 0; j < 2 * NB; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; kk++) {
+#pragma unroll
+    for (int j = 0; j < NB; j++) {
+      uint32_t b[4];
+      ldsm4(b, chunk_at(base, j * 16 + (mi >> 1) * 8 + r8, 2 * kk + (mi & 1)));
+      mma(acc[2 * j], af[kk], b[0], b[1]);
+      mma(acc[2 * j + 1], af[kk], b[2], b[3]);
+    }
+  }
+}
+// Row r (0: the thread's row g, 1: row g + 8) of a warp's 16 x D accumulators, times scale, as
+// 16-bit values to dst (the row's element 2 t)
+__device__ __forceinline__ void store_row(uint16_t* dst, const float (&acc)[D / 8][4], int r, float scale) {
+#pragma unroll
+  for (int j = 0; j < D / 8; j++) *(uint32_t*)(dst + j * 8) = pack2(acc[j][2 * r] * scale, acc[j][2 * r + 1] * scale);
+}
+// acc (16 rows x D) += A B, where A (16 rows x 16 KT) is the f32 accumulators s of an earlier
+// product, rounded to 16 bits (an m16n8 accumulator pair is an m16k16 operand), and B the tile of
+// 16 KT rows x D at base, read transposed
+template <int KT>
+__device__ __forceinline__ void mma_acc_tile(float (&acc)[D / 8][4], const float (&s)[2 * KT][4], uint32_t base, int mi,
+                                             int r8) {
+#pragma unroll
+  for (int kk = 0; kk < KT; kk++) {
+    uint32_t a[4] = {pack2(s[2 * kk][0], s[2 * kk][1]), pack2(s[2 * kk][2], s[2 * kk][3]),
+                     pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+    for (int dj = 0; dj < D / 16; dj++) {
+      uint32_t b[4];
+      ldsm4_t(b, chunk_at(base, kk * 16 + (mi & 1) * 8 + r8, 2 * dj + (mi >> 1)));
+      mma(acc[2 * dj], a, b[0], b[1]);
+      mma(acc[2 * dj + 1], a, b[2], b[3]);
+    }
+  }
+}
 )kiln_fa";
 }
 
@@ -121,18 +164,7 @@ __device__ __forceinline__ void flash_forward(uint16_t* out, float* lse, const u
     // a warp whose rows all lie above this tile's first column has nothing to add
     if (!(CAUSAL && n0 > wrow + 15)) {
       float s[BN / 8][4];
-#pragma unroll
-      for (int j = 0; j < BN / 8; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; kk++) {
-#pragma unroll
-        for (int j = 0; j < BN / 16; j++) {
-          uint32_t b[4];
-          ldsm4(b, chunk_at(kt, j * 16 + (mi >> 1) * 8 + r8, 2 * kk + (mi & 1)));
-          mma(s[2 * j], qf[kk], b[0], b[1]);
-          mma(s[2 * j + 1], qf[kk], b[2], b[3]);
-        }
-      }
+      mma_frag_tile_t<BN / 16>(s, qf, kt, mi, r8);
       const bool edge = n0 + BN > TK || (CAUSAL && n0 + BN - 1 > wrow);
 #pragma unroll
       for (int j = 0; j < BN / 8; j++)
@@ -172,19 +204,8 @@ __device__ __forceinline__ void flash_forward(uint16_t* out, float* lse, const u
           }
         }
       }
-      // O += P V, P taken from the score registers (an m16n8 accumulator pair is an m16k16 operand)
-#pragma unroll
-      for (int kk = 0; kk < (STORE_O ? BN / 16 : 0); kk++) {
-        uint32_t a[4] = {pack2(s[2 * kk][0], s[2 * kk][1]), pack2(s[2 * kk][2], s[2 * kk][3]),
-                         pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-        for (int dj = 0; dj < D / 16; dj++) {
-          uint32_t b[4];
-          ldsm4_t(b, chunk_at(vt, kk * 16 + (mi & 1) * 8 + r8, 2 * dj + (mi >> 1)));
-          mma(o[2 * dj], a, b[0], b[1]);
-          mma(o[2 * dj + 1], a, b[2], b[3]);
-        }
-      }
+      // O += P V, P taken from the score registers
+      if (STORE_O) mma_acc_tile<BN / 16>(o, s, vt, mi, r8);
     }
     __syncthreads();  // this stage is refilled next iteration
   }
@@ -200,10 +221,7 @@ __device__ __forceinline__ void flash_forward(uint16_t* out, float* lse, const u
     if (STORE_LSE && t == 0 && row < TQ)
       lse[bh * TQ + row] = l > 0.f ? (mrow[r] + log2f(l)) * 0.6931471805599453f : -INFINITY;
     if (STORE_O && row < TQ) {
-      uint16_t* dst = out + (bh * TQ + row) * (long long)D + 2 * t;
-#pragma unroll
-      for (int j = 0; j < D / 8; j++)
-        *(uint32_t*)(dst + j * 8) = pack2(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+      store_row(out + (bh * TQ + row) * (long long)D + 2 * t, o, r, inv);
     }
   }
 }
