@@ -95,35 +95,45 @@ Tensor Tensor::dot(const Tensor& o) const {
   return (*this * o).sum();
 }
 
-// Half inputs multiply exactly in f32 registers and sum in f32 (sum's accumulator), then round.
-Tensor Tensor::matmul(const Tensor& o) const {
-  if (AutocastOp ac{AutocastList::Lower}) return ac(*this).matmul(ac(o));
-  if (dim() == 0 || o.dim() == 0)
+namespace {
+
+// (..., n, k) x (..., k, m): (..., n, 1, k) * (..., 1, m, k) summed over the last dim. Half inputs
+// multiply exactly in f32 registers and sum in f32 (sum's accumulator), then round; with
+// `keep_acc` the sum stays in its accumulator's dtype, unrounded.
+Tensor matmul_of(const Tensor& x, const Tensor& o, bool keep_acc) {
+  if (x.dim() == 0 || o.dim() == 0)
     fail("matmul",
-         "both arguments need at least 1 dim, got " + shape_str(shape()) + " and " + shape_str(o.shape()));
-  if (dim() == 1 && o.dim() == 1) return dot(o);
-  Tensor a = dim() == 1 ? unsqueeze(0) : *this;
+         "both arguments need at least 1 dim, got " + shape_str(x.shape()) + " and " + shape_str(o.shape()));
+  if (x.dim() == 1 && o.dim() == 1 && !keep_acc) return x.dot(o);
+  Tensor a = x.dim() == 1 ? x.unsqueeze(0) : x;
   Tensor b = o.dim() == 1 ? o.unsqueeze(1) : o;
   int64_t k = a.size(-1);
   if (b.size(-2) != k)
-    fail("matmul", "shapes " + shape_str(shape()) + " and " + shape_str(o.shape()) +
+    fail("matmul", "shapes " + shape_str(x.shape()) + " and " + shape_str(o.shape()) +
                        " cannot be multiplied (" + std::to_string(k) + " vs " + std::to_string(b.size(-2)) +
                        ")");
-  // (..., n, k) x (..., k, m): (..., n, 1, k) * (..., 1, m, k) summed over the last dim
   Shape out = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2),
                                Shape(b.shape().begin(), b.shape().end() - 2), "matmul");
   out.insert(out.end(), {a.size(-2), b.size(-1)});
   frontend::check_shape("matmul", out);
   out.push_back(k);
   if (!ir::checked_numel(out))
-    fail("matmul", "shapes " + shape_str(shape()) + " and " + shape_str(o.shape()) +
+    fail("matmul", "shapes " + shape_str(x.shape()) + " and " + shape_str(o.shape()) +
                        ": the product is computed as a broadcast multiply of shape " + shape_str(out) +
                        ", which has more elements than int64 can count");
   Tensor prod = a.unsqueeze(-2) * b.transpose(-1, -2).unsqueeze(-3);
-  Tensor r = prod.sum(-1);
-  if (dim() == 1) r = r.squeeze(-2);
+  DType acc = acc_of(sum_out(prod.dtype()));
+  Tensor r = keep_acc ? reduce("matmul", Op::ADD, prod, {-1}, false, acc, acc) : prod.sum(-1);
+  if (x.dim() == 1) r = r.squeeze(-2);
   if (o.dim() == 1) r = r.squeeze(-1);
   return r;
+}
+
+}  // namespace
+
+Tensor Tensor::matmul(const Tensor& o) const {
+  if (AutocastOp ac{AutocastList::Lower}) return ac(*this).matmul(ac(o));
+  return matmul_of(*this, o, false);
 }
 Tensor matmul(const Tensor& a, const Tensor& b) { return a.matmul(b); }
 
@@ -135,8 +145,11 @@ Tensor nn::functional::linear(const Tensor& input, const Tensor& weight, const s
   if (bias && bias->defined() && bias->shape() != Shape{weight.size(0)})
     fail("linear",
          "bias must have shape (" + std::to_string(weight.size(0)) + ",), got " + shape_str(bias->shape()));
-  Tensor y = input.matmul(weight.t());
-  return bias && bias->defined() ? y + *bias : y;
+  if (!bias || !bias->defined()) return input.matmul(weight.t());
+  // the bias is added to the unrounded sums (one rounding, as a GEMM's bias epilogue does)
+  Tensor y = matmul_of(input, weight.t(), true);
+  DType out = promote_types(sum_out(promote_types(input.dtype(), weight.dtype())), bias->dtype());
+  return (y + bias->to(y.dtype())).to(out);
 }
 
 }  // namespace kiln

@@ -321,6 +321,28 @@ bool reads_in_place(const NodeRef& q, const NodeRef& g, const std::unordered_set
   return true;
 }
 
+// Whether q's kernel reads point g only at its own index and adds little work: every path from q
+// down to g is elementwise work of q's shape, a few ops (a cast of a layer norm's gradient beside
+// it; not a deep chain cut into points). A kernel computing both uses g's value where it computes it.
+bool reads_at_own_index(const NodeRef& q, const NodeRef& g, const std::unordered_set<const Node*>& points) {
+  if (g->shape != q->shape) return false;
+  std::unordered_set<const Node*> seen;
+  std::vector<NodeRef> stack(q->src.begin(), q->src.end());
+  while (!stack.empty()) {
+    NodeRef n = std::move(stack.back());
+    stack.pop_back();
+    if (n == g || is_realized(n) || points.count(n.get()) || !seen.insert(n.get()).second) continue;
+    if (seen.size() > 32) return false;
+    if (!ir::is_elementwise(n->op) || n->shape != q->shape) {
+      for (auto& x : ir::toposort({n}))  // a path that moves the index must not reach g
+        if (x == g) return false;
+      continue;
+    }
+    for (auto& s : n->src) stack.push_back(s);
+  }
+  return true;
+}
+
 // Whether point k holds one value per row of q (q's shape with a last dim of 1).
 bool row_statistic(const NodeRef& k, const NodeRef& q) {
   if (k->shape.size() != q->shape.size() || k->shape.empty() || k->shape.back() != 1) return false;
@@ -428,6 +450,23 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
     }
     return computed_per_row(q, {}, stats, points, reads, point_set);
   };
+  // A point the GEMM library computes (forced, with a reduce of its own) stays the only output of
+  // its kernel, which the library runs.
+  std::unordered_set<const Node*> forced_set;
+  for (auto& f : forced) forced_set.insert(f.get());
+  auto library_result = [&](const NodeRef& g) {
+    if (!forced_set.count(g.get())) return false;
+    std::unordered_set<const Node*> seen;
+    std::vector<NodeRef> stack{g};
+    while (!stack.empty()) {
+      NodeRef n = std::move(stack.back());
+      stack.pop_back();
+      if (n->op == Op::REDUCE) return true;
+      if (is_realized(n) || (n != g && point_set.count(n.get())) || !seen.insert(n.get()).second) continue;
+      for (auto& x : n->src) stack.push_back(x);
+    }
+    return false;
+  };
   Schedule s;
   std::vector<std::vector<NodeRef>> groups;
   std::vector<std::unordered_set<const Node*>> inlines;  // per group (see the Builder)
@@ -486,8 +525,9 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
       bool independent = true, common = false;
       for (auto& g : group) {
         bool uses = deps[q.get()].count(g.get()) > 0;
-        independent &=
-            !deps[g.get()].count(q.get()) && (!uses || recomputable(g) || reads_in_place(q, g, point_set));
+        independent &= !deps[g.get()].count(q.get()) &&
+                       (!uses || recomputable(g) || reads_in_place(q, g, point_set) ||
+                        (!library_result(g) && reads_at_own_index(q, g, point_set)));
         common |= uses;
       }
       for (auto* in : reads[q.get()]) common |= shared.count(in) > 0;

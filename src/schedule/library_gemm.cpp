@@ -133,11 +133,29 @@ std::vector<NodeRef> library_gemm_plan(const std::vector<NodeRef>& roots) {
     if (!operands) continue;
     for (auto& o : *operands) add(o);
     const auto& us = users[m.get()];
+    // the sum as a linear layer uses it: without its reduced dim, plus a bias, rounded to the
+    // operands' type (the library's bias epilogue writes that)
+    NodeRef sum = us.size() == 1 && us[0]->op == Op::RESHAPE ? us[0] : m;
+    const auto& sum_users = users[sum.get()];
+    if (bias_epilogue(sum, sum_users)) {
+      const NodeRef& plus = sum_users[0];
+      const auto& biased = users[plus.get()];
+      if (biased.size() == 1 && biased[0]->op == Op::CAST && biased[0]->dtype == a.base->dtype) {
+        add(biased[0]);
+        // the bias in that type too (the epilogue reads it so), under its views and widening cast
+        NodeRef bias = plus->src[0] == sum ? plus->src[1] : plus->src[0];
+        while (bias->op == Op::EXPAND || bias->op == Op::RESHAPE ||
+               (bias->op == Op::CAST && bias->dtype != a.base->dtype))
+          bias = bias->src[0];
+        if (bias->dtype == a.base->dtype) add(bias);
+      }
+      continue;
+    }
     // the result as the library writes it: rounded to the operands' type when that is its only use
     // (bf16 scores, not f32 ones)
     if (us.size() == 1 && us[0]->op == Op::CAST && us[0]->dtype == a.base->dtype)
       add(us[0]);
-    else if (!bias_epilogue(m, us))
+    else
       add(m);
   }
   return out;
