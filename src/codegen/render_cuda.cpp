@@ -441,8 +441,8 @@ class CudaRenderer : public RendererBase {
   // floats as their bits: half the bytes, so more blocks fit an SM).
   std::string slot(int i) const {
     const Cached& c = row_cache_.at(static_cast<size_t>(i));
-    return std::string("((") + storage_type(global_dtype(p_.insts[static_cast<size_t>(i)])) + "*)(kiln_smem + " +
-           std::to_string(c.offset) + "))[" + v(static_cast<int>(c.loop)) + "]";
+    return std::string("((") + storage_type(global_dtype(p_.insts[static_cast<size_t>(i)])) +
+           "*)(kiln_smem + " + std::to_string(c.offset) + "))[" + v(static_cast<int>(c.loop)) + "]";
   }
 
   void load(int i) override {
@@ -563,9 +563,9 @@ class CudaRenderer : public RendererBase {
       std::string type = value_type(acc.dtype);
       out(v(accs[a]) + " = " + v(acc.src[0]) + ";");
       out("#pragma unroll 4");  // the chunks' results come from L2: several loads in flight
-      out("for (int64_t j = threadIdx.x >> 5; j < " + s + "; j += " + std::to_string(kColumnBlock / 32) + ") " + v(accs[a]) + " = " +
-          combine(accs[a]) + "(" + v(accs[a]) + ", kiln_get<" + type + ">(kiln_scratch, (" +
-          std::to_string(a) + " * " + s + " + j) * " + w + " + t));");
+      out("for (int64_t j = threadIdx.x >> 5; j < " + s + "; j += " + std::to_string(kColumnBlock / 32) +
+          ") " + v(accs[a]) + " = " + combine(accs[a]) + "(" + v(accs[a]) + ", kiln_get<" + type +
+          ">(kiln_scratch, (" + std::to_string(a) + " * " + s + " + j) * " + w + " + t));");
     }
     combine_rows(accs);
     out("if (threadIdx.x == 0) " + counter + " = 0u;");
@@ -583,8 +583,8 @@ class CudaRenderer : public RendererBase {
     out("__syncthreads();");
     for (auto& [acc, sh] : combined_) {
       out(v(acc) + " = " + sh + "[threadIdx.x & 31];");
-      out("for (int kiln_r = 1; kiln_r < " + std::to_string(kColumnBlock / 32) + "; kiln_r++) " + v(acc) + " = " + combine(acc) +
-          "(" + v(acc) + ", " + sh + "[kiln_r * 32 + (threadIdx.x & 31)]);");
+      out("for (int kiln_r = 1; kiln_r < " + std::to_string(kColumnBlock / 32) + "; kiln_r++) " + v(acc) +
+          " = " + combine(acc) + "(" + v(acc) + ", " + sh + "[kiln_r * 32 + (threadIdx.x & 31)]);");
     }
     combined_.clear();
     combines_++;
@@ -625,7 +625,9 @@ class CudaRenderer : public RendererBase {
     std::string s = add ? "atomicAdd(&" + v(in.src[0]) + "[" + v(in.src[1]) + "], " + store_value(in) + ");"
                         : v(in.src[0]) + "[" + v(in.src[1]) + "] = " + store_value(in) + ";";
     bool per_thread = std::count(open_.begin(), open_.end(), -3) > 0;  // inside a row's loop
-    out(column_ ? "if (kiln_live && threadIdx.x < 32) " + s : block_reduce_ && !per_thread ? "if (threadIdx.x == 0) " + s : s);
+    out(column_                        ? "if (kiln_live && threadIdx.x < 32) " + s
+        : block_reduce_ && !per_thread ? "if (threadIdx.x == 0) " + s
+                                       : s);
   }
 
   std::string exp2(const std::string& x, bool f64) override { return (f64 ? "exp2(" : "exp2f(") + x + ")"; }
@@ -656,8 +658,8 @@ class CudaRenderer : public RendererBase {
   int split_count_ = 1;
   int64_t chunk_ = 0;  // ColumnReduce: reduce steps per chunk
   bool column_ = false;
-  static constexpr int kColumnBlock = 256;              // ColumnReduce: threads a block
-  int combines_ = 0;                                    // ColumnReduce: shared arrays so far
+  static constexpr int kColumnBlock = 256;             // ColumnReduce: threads a block
+  int combines_ = 0;                                   // ColumnReduce: shared arrays so far
   std::vector<std::pair<int, std::string>> combined_;  // (accumulator, its shared array)
   int64_t counters_offset_ = 0;
   std::set<size_t> laned_;    // RANGEs whose kLanes consecutive values one thread takes

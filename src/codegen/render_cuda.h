@@ -44,7 +44,7 @@ struct CudaLaunch {
   // Consecutive values a thread takes of a laned loop (see above). Over 1, the kernel's buffers must
   // be 16-byte aligned.
   int lanes = 1;
-  int step = 1;  // Elementwise: outputs a thread takes a step of its grid-stride loop (lanes, or 1)
+  int step = 1;     // Elementwise: outputs a thread takes a step of its grid-stride loop (lanes, or 1)
   int columns = 0;  // ColumnReduce: outputs a block takes (one a warp lane; the warps take rows)
 };
 

@@ -525,9 +525,9 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
       bool independent = true, common = false;
       for (auto& g : group) {
         bool uses = deps[q.get()].count(g.get()) > 0;
-        independent &= !deps[g.get()].count(q.get()) &&
-                       (!uses || recomputable(g) || reads_in_place(q, g, point_set) ||
-                        (!library_result(g) && reads_at_own_index(q, g, point_set)));
+        independent &=
+            !deps[g.get()].count(q.get()) && (!uses || recomputable(g) || reads_in_place(q, g, point_set) ||
+                                              (!library_result(g) && reads_at_own_index(q, g, point_set)));
         common |= uses;
       }
       for (auto* in : reads[q.get()]) common |= shared.count(in) > 0;

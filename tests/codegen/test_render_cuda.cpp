@@ -189,7 +189,7 @@ TEST(RenderCuda, ColumnSumsKeepLoadsCoalesced) {
   EXPECT_GT(k.launch.split, 1);
   EXPECT_TRUE(has(k.source, "blockIdx.y")) << k.source;
   EXPECT_TRUE(has(k.source, "(threadIdx.x & 31)")) << k.source;
-  EXPECT_TRUE(has(k.source, "+= 8)")) << k.source;  // the warps' rows
+  EXPECT_TRUE(has(k.source, "+= 8)")) << k.source;                          // the warps' rows
   EXPECT_EQ(count(k.source, "__shared__ float kiln_rows"), 2) << k.source;  // the block's, then the chunks'
   EXPECT_TRUE(has(k.source, "if (kiln_live && threadIdx.x < 32) data0[")) << k.source;
   // many columns and few rows: one chunk, the block's warps combined, no partial results
