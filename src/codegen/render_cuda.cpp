@@ -73,7 +73,9 @@ class CudaRenderer : public RendererBase {
   // Rows a block keeps in shared memory: the device's per-block limit less what the kernels' own
   // reductions take, and never less than the 48 KB every device has.
   CudaRenderer(const Program& p, const DeviceLimits& limits)
-      : RendererBase(p), row_cache_budget_(std::max<int64_t>(48 * 1024, limits.shared_per_block - 1024)) {}
+      : RendererBase(p),
+        row_cache_budget_(std::max<int64_t>(48 * 1024, limits.shared_per_block - 1024)),
+        sms_(limits.cores > 1 ? limits.cores : 132) {}
 
   CudaKernel run() {
     CudaKernel k;
@@ -169,20 +171,21 @@ class CudaRenderer : public RendererBase {
       // softmax over 1024 keys: G7 1.07 ms against 1.32 with 256 threads); shorter and longer rows
       // keep the sizes below (layernorm over 768 and over 4096 columns: 3-4% slower with fewer).
       l.block = row >= 4096 ? 512 : row >= 2048 ? 128 : row >= 1024 ? 64 : row >= 128 ? 128 : 32;
-      // Few outputs and one long reduce: share each output over blocks, up to ~4 blocks per SM of
-      // a 132-SM GPU, each with at least 4 elements per thread.
+      // Few outputs and one long reduce: share each output over blocks, up to ~4 blocks per SM (the
+      // device's SMs; an H100's 132 where the limits do not say), each with at least 4 elements per
+      // thread.
       int64_t accs = split_.size() == 1 ? static_cast<int64_t>(split_.begin()->second.size()) : 0;
-      int64_t s = std::min<int64_t>(longest / (l.block * 4), 528 / std::max<int64_t>(l.work, 1));
+      int64_t s = std::min<int64_t>(longest / (l.block * 4), 4 * sms_ / std::max<int64_t>(l.work, 1));
       const Inst& top = p_.insts[split_.empty() ? 0 : split_.begin()->first];
       bool contiguous = split_.size() == 1 && top.arg.size() > 4 && top.arg[4];
       if (accs > 0 && !contiguous && inner_.empty() && !globals.empty() && l.work >= 32) {
         // 32 columns x 8 rows of threads a block; enough row chunks over gridDim.y for about 8
-        // blocks per SM of a 132-SM GPU, each thread walking at least 8 rows of its chunk
+        // blocks per SM, each thread walking at least 8 rows of its chunk
         l.kind = CudaLaunch::Kind::ColumnReduce;
         l.block = kColumnBlock;
         l.columns = 32;
         int64_t bx = (l.work + l.columns - 1) / l.columns;
-        int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(longest / 64, 132 * 8 / bx));
+        int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(longest / 64, 8 * sms_ / bx));
         chunk_ = (longest + chunks - 1) / chunks;
         if (chunks > 1) {
           l.split = static_cast<int>(chunks);
@@ -647,6 +650,7 @@ class CudaRenderer : public RendererBase {
   }
 
   int64_t row_cache_budget_;
+  int64_t sms_;                               // the device's multiprocessors
   std::map<size_t, int64_t> stride_;          // output RANGE -> its stride in t
   std::map<size_t, std::vector<int>> split_;  // reduce RANGE split over the block -> its accumulators
   std::vector<int> open_;   // open RANGEs: -1 output (a digit of t), -2 plain loop, -3 row loop, else split
