@@ -93,10 +93,16 @@ class Optimizer {
   // A kiln::Jit replayed a step that updated group g: advance host bookkeeping as update() would
   // have (called before the step counts advance).
   virtual void replayed(size_t /*g*/) {}
+  // Zero state tensors (state_names) for each parameter that has taken no step, in buffers made
+  // now, so that the first step reads and writes the same kind of buffers as every later one (a
+  // kiln::Jit then records the same step from its first call). state_dict() leaves them out until
+  // the parameter's first step; load_state_dict() makes them again for parameters at step 0.
+  void zero_initial_state();
 
   std::vector<Group> groups_;
 
  private:
+  bool zero_initial_ = false;
   std::string name_;
   std::vector<ParamState> state_;  // one per parameter, all_params() order
   std::vector<Tensor> lr_tensors_;

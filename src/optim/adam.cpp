@@ -51,6 +51,7 @@ Adam::Adam(std::string name, std::vector<ParamGroup<AdamOptions>> groups, bool d
     double one = 1;
     powers_.push_back({from_buffer(&one, {}, DType::F64), from_buffer(&one, {}, DType::F64), {}, {}, 0, -1});
   }
+  zero_initial_state();  // the moments start as zeros in buffers: the first step is like the others
 }
 
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o)

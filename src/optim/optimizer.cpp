@@ -1,4 +1,5 @@
 // optim::Optimizer: parameter groups, per-parameter state, the one-realize step, state_dict.
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -123,6 +124,21 @@ void Optimizer::set_lr(size_t group, double lr) {
 }
 int64_t Optimizer::step_count(size_t param_index) const { return state_.at(param_index).step; }
 
+void Optimizer::zero_initial_state() {
+  zero_initial_ = true;
+  std::vector<unsigned char> zeros;  // (zeros_like would be a constant, folded into the step)
+  size_t i = 0;
+  for (size_t g = 0; g < groups_.size(); g++)
+    for (auto& p : groups_[g].params) {
+      ParamState& s = state_[i++];
+      if (s.step != 0) continue;
+      zeros.resize(std::max(zeros.size(), static_cast<size_t>(p.numel()) * dtype_size(p.dtype())));
+      for (auto& name : state_names(g))
+        if (!s.tensors.count(name))
+          s.tensors[name] = from_buffer(zeros.data(), p.shape(), p.dtype()).to(p.device());
+    }
+}
+
 std::map<std::string, Tensor> Optimizer::state_dict() const {
   std::map<std::string, Tensor> sd;
   std::vector<Tensor> pending;
@@ -132,7 +148,8 @@ std::map<std::string, Tensor> Optimizer::state_dict() const {
   for (size_t i = 0; i < state_.size(); i++) {
     std::string key = "state." + std::to_string(i) + ".";
     sd[key + "step"] = i64_scalar(state_[i].step);
-    for (auto& [name, t] : state_[i].tensors) sd[key + name] = snapshot(t);
+    if (state_[i].step > 0)
+      for (auto& [name, t] : state_[i].tensors) sd[key + name] = snapshot(t);
   }
   for (size_t g = 0; g < groups_.size(); g++) {
     double lr = groups_[g].lr;
@@ -196,6 +213,7 @@ void Optimizer::load_state_dict(const std::map<std::string, Tensor>& sd) {
   state_ = std::move(state);
   for (size_t g = 0; g < groups_.size(); g++) set_lr(g, lrs[g]);
   steps_ = static_cast<int64_t>(scalar_value("step"));
+  if (zero_initial_) zero_initial_state();
 }
 
 }  // namespace kiln::optim
