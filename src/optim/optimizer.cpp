@@ -127,6 +127,7 @@ int64_t Optimizer::step_count(size_t param_index) const { return state_.at(param
 void Optimizer::zero_initial_state() {
   zero_initial_ = true;
   std::vector<unsigned char> zeros;  // (zeros_like would be a constant, folded into the step)
+  std::vector<Tensor> made;
   size_t i = 0;
   for (size_t g = 0; g < groups_.size(); g++)
     for (auto& p : groups_[g].params) {
@@ -135,8 +136,9 @@ void Optimizer::zero_initial_state() {
       zeros.resize(std::max(zeros.size(), static_cast<size_t>(p.numel()) * dtype_size(p.dtype())));
       for (auto& name : state_names(g))
         if (!s.tensors.count(name))
-          s.tensors[name] = from_buffer(zeros.data(), p.shape(), p.dtype()).to(p.device());
+          made.push_back(s.tensors[name] = from_buffer(zeros.data(), p.shape(), p.dtype()).to(p.device()));
     }
+  realize(made);  // on the parameters' devices now, not copied there by the first step
 }
 
 std::map<std::string, Tensor> Optimizer::state_dict() const {
