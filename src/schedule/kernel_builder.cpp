@@ -326,19 +326,21 @@ bool reads_in_place(const NodeRef& q, const NodeRef& g, const std::unordered_set
 // it; not a deep chain cut into points). A kernel computing both uses g's value where it computes it.
 bool reads_at_own_index(const NodeRef& q, const NodeRef& g, const std::unordered_set<const Node*>& points) {
   if (g->shape != q->shape) return false;
-  std::unordered_set<const Node*> seen;
-  std::vector<NodeRef> stack(q->src.begin(), q->src.end());
+  std::unordered_set<const Node*> seen[2];  // by whether the path so far keeps q's index
+  std::vector<std::pair<NodeRef, bool>> stack;
+  for (auto& s : q->src) stack.push_back({s, true});
+  size_t walked = 0;
   while (!stack.empty()) {
-    NodeRef n = std::move(stack.back());
+    auto [n, same] = stack.back();
     stack.pop_back();
-    if (n == g || is_realized(n) || points.count(n.get()) || !seen.insert(n.get()).second) continue;
-    if (seen.size() > 32) return false;
-    if (!ir::is_elementwise(n->op) || n->shape != q->shape) {
-      for (auto& x : ir::toposort({n}))  // a path that moves the index must not reach g
-        if (x == g) return false;
+    if (n == g) {
+      if (!same) return false;
       continue;
     }
-    for (auto& s : n->src) stack.push_back(s);
+    if (is_realized(n) || points.count(n.get()) || !seen[same].insert(n.get()).second) continue;
+    if (++walked > 32) return false;
+    same = same && ir::is_elementwise(n->op) && n->shape == q->shape;
+    for (auto& s : n->src) stack.push_back({s, same});
   }
   return true;
 }
