@@ -299,14 +299,15 @@ std::unordered_set<const Node*> realized_inputs(const NodeRef& n,
   return out;
 }
 
-// Whether q's kernel reads point g, one value per row, only at its own index: every path from q
-// down to g runs through elementwise work, row reduces and row broadcasts (a variance reading its
-// mean). A kernel computing both computes g once and uses it, as it does any of its outputs.
-bool reads_in_place(const NodeRef& q, const NodeRef& g, const std::unordered_set<const Node*>& points) {
-  if (g->shape.empty() || g->shape.back() != 1) return false;  // else a row reduce moves its index
-  std::unordered_set<const Node*> seen[2];                     // by whether the path so far keeps the index
+// Whether every path from q's kernel down to point g keeps q's index: every node on it satisfies
+// `keeps`. Walks at most `limit` nodes of the kernel (false past that).
+template <class Keeps>
+bool reads_only_along(const NodeRef& q, const NodeRef& g, const std::unordered_set<const Node*>& points,
+                      const Keeps& keeps, size_t limit) {
+  std::unordered_set<const Node*> seen[2];  // by whether the path so far keeps the index
   std::vector<std::pair<NodeRef, bool>> stack;
   for (auto& s : q->src) stack.push_back({s, true});
+  size_t walked = 0;
   while (!stack.empty()) {
     auto [n, ok] = stack.back();
     stack.pop_back();
@@ -315,10 +316,20 @@ bool reads_in_place(const NodeRef& q, const NodeRef& g, const std::unordered_set
       continue;
     }
     if (is_realized(n) || points.count(n.get()) || !seen[ok].insert(n.get()).second) continue;
-    ok = ok && (ir::is_elementwise(n->op) || row_reduce(n) || row_expand(n));
+    if (++walked > limit) return false;
+    ok = ok && keeps(n);
     for (auto& s : n->src) stack.push_back({s, ok});
   }
   return true;
+}
+
+// Whether q's kernel reads point g, one value per row, only at its own index: every path from q
+// down to g runs through elementwise work, row reduces and row broadcasts (a variance reading its
+// mean). A kernel computing both computes g once and uses it, as it does any of its outputs.
+bool reads_in_place(const NodeRef& q, const NodeRef& g, const std::unordered_set<const Node*>& points) {
+  if (g->shape.empty() || g->shape.back() != 1) return false;  // else a row reduce moves its index
+  auto keeps = [](const NodeRef& n) { return ir::is_elementwise(n->op) || row_reduce(n) || row_expand(n); };
+  return reads_only_along(q, g, points, keeps, SIZE_MAX);
 }
 
 // Whether q's kernel reads point g only at its own index and adds little work: every path from q
@@ -326,23 +337,8 @@ bool reads_in_place(const NodeRef& q, const NodeRef& g, const std::unordered_set
 // it; not a deep chain cut into points). A kernel computing both uses g's value where it computes it.
 bool reads_at_own_index(const NodeRef& q, const NodeRef& g, const std::unordered_set<const Node*>& points) {
   if (g->shape != q->shape) return false;
-  std::unordered_set<const Node*> seen[2];  // by whether the path so far keeps q's index
-  std::vector<std::pair<NodeRef, bool>> stack;
-  for (auto& s : q->src) stack.push_back({s, true});
-  size_t walked = 0;
-  while (!stack.empty()) {
-    auto [n, same] = stack.back();
-    stack.pop_back();
-    if (n == g) {
-      if (!same) return false;
-      continue;
-    }
-    if (is_realized(n) || points.count(n.get()) || !seen[same].insert(n.get()).second) continue;
-    if (++walked > 32) return false;
-    same = same && ir::is_elementwise(n->op) && n->shape == q->shape;
-    for (auto& s : n->src) stack.push_back({s, same});
-  }
-  return true;
+  auto keeps = [&](const NodeRef& n) { return ir::is_elementwise(n->op) && n->shape == q->shape; };
+  return reads_only_along(q, g, points, keeps, 32);
 }
 
 // Whether point k holds one value per row of q (q's shape with a last dim of 1).
