@@ -148,6 +148,8 @@ std::vector<NodeRef> library_gemm_plan(const std::vector<NodeRef>& roots) {
                (bias->op == Op::CAST && bias->dtype != a.base->dtype))
           bias = bias->src[0];
         if (bias->dtype == a.base->dtype) add(bias);
+      } else {
+        add(plus);  // in the sums' own type
       }
       continue;
     }

@@ -365,23 +365,27 @@ TEST(MatchMatmul, AutocastLinearRunsItsBackwardInTheLibrary) {
   EXPECT_TRUE(expect_matches_reference(g[0], 2e-2, 2e-2));
 }
 
-TEST(MatchMatmul, AutocastLinearAddsItsBiasInTheEpilogue) {
-  // a bf16 linear over (batch, time, features): the sums plus the bias rounded once, by the GEMM
+TEST(MatchMatmul, LinearsAddTheirBiasInTheEpilogue) {
+  // a linear over (batch, time, features), in f32 and under bf16 autocast: the sums plus the bias
+  // (rounded once, in bf16) written by the GEMM
   nn::Linear lin(256, 512);
   Tensor x = random_tensor({2, 128, 256}, DType::F32, -1, 1, 23);
-  Tensor y;
-  {
-    Autocast ac(DType::BF16);
-    y = lin(x);
-  }
-  EXPECT_EQ(y.dtype(), DType::BF16);
-  int gemms = 0;
-  for (auto& k : schedule::make_schedule(ir::rewrite_graph({y.node()}), {.library_gemm = true}).kernels)
-    if (auto m = schedule::match_matmul(k); m && schedule::worth_library_gemm(m->desc)) {
-      gemms++;
-      EXPECT_EQ(m->desc.epilogue, GemmEpilogue::Bias);
-      EXPECT_EQ(m->desc.c_type, DType::BF16);
+  for (bool autocast : {false, true}) {
+    Tensor y;
+    {
+      Autocast ac(autocast ? std::optional<DType>(DType::BF16) : std::nullopt);
+      y = lin(x);
     }
-  EXPECT_EQ(gemms, 1);
-  EXPECT_TRUE(expect_matches_reference(y, 1e-2, 1e-2));
+    DType want = autocast ? DType::BF16 : DType::F32;
+    EXPECT_EQ(y.dtype(), want);
+    int gemms = 0;
+    for (auto& k : schedule::make_schedule(ir::rewrite_graph({y.node()}), {.library_gemm = true}).kernels)
+      if (auto m = schedule::match_matmul(k); m && schedule::worth_library_gemm(m->desc)) {
+        gemms++;
+        EXPECT_EQ(m->desc.epilogue, GemmEpilogue::Bias) << autocast;
+        EXPECT_EQ(m->desc.c_type, want);
+      }
+    EXPECT_EQ(gemms, 1) << autocast;
+    EXPECT_TRUE(expect_matches_reference(y, autocast ? 1e-2 : 1e-4, autocast ? 1e-2 : 1e-4));
+  }
 }
