@@ -32,6 +32,19 @@ struct Mode {
   int prev_debug;
 };
 
+// A layer norm's input x (N, C), weight, bias and a weighting r of its output, seeds from `seed` on;
+// x, w and b require gradients.
+struct LayerNormInputs {
+  Tensor x, w, b, r;
+  LayerNormInputs(int64_t N, int64_t C, uint64_t seed)
+      : x(random_tensor({N, C}, DType::F32, -1, 2, seed)),
+        w(random_tensor({C}, DType::F32, 0.5, 1.5, seed + 1)),
+        b(random_tensor({C}, DType::F32, -1, 1, seed + 2)),
+        r(random_tensor({N, C}, DType::F32, -1, 1, seed + 3)) {
+    x.requires_grad_(), w.requires_grad_(), b.requires_grad_();
+  }
+};
+
 double worst(const std::vector<double>& got, const std::vector<double>& want) {
   EXPECT_EQ(got.size(), want.size());
   double w = 0;
@@ -74,9 +87,8 @@ TEST(Runners, DefaultLayerNormMakesNoLayerNormNodes) {
 TEST(Runners, TileLayerNormMatchesTheReferenceInterpreter) {
   Mode m("tile");
   const int64_t N = 37, C = 70;
-  Tensor x = random_tensor({N, C}, DType::F32, -1, 2, 4), w = random_tensor({C}, DType::F32, 0.5, 1.5, 5);
-  Tensor b = random_tensor({C}, DType::F32, -1, 1, 6), r = random_tensor({N, C}, DType::F32, -1, 1, 7);
-  x.requires_grad_(), w.requires_grad_(), b.requires_grad_();
+  LayerNormInputs in(N, C, 4);
+  Tensor x = in.x, w = in.w, b = in.b, r = in.r;
   Tensor y = F::layer_norm(x, {C}, w, b);
   std::vector<Tensor> g = grad({(y * r).sum()}, {x, w, b});
   std::vector<ir::NodeRef> roots{y.node(), g[0].node(), g[1].node(), g[2].node()};
@@ -95,9 +107,8 @@ TEST(Runners, TileLayerNormMatchesTheReferenceInterpreter) {
 TEST(Runners, TileLayerNormGradientsMatchFiniteDifferences) {
   Mode m("tile");
   const int64_t N = 5, C = 33;
-  Tensor x = random_tensor({N, C}, DType::F32, -1, 2, 8), w = random_tensor({C}, DType::F32, 0.5, 1.5, 9);
-  Tensor b = random_tensor({C}, DType::F32, -1, 1, 10), r = random_tensor({N, C}, DType::F32, -1, 1, 11);
-  x.requires_grad_(), w.requires_grad_(), b.requires_grad_();
+  LayerNormInputs in(N, C, 8);
+  Tensor x = in.x, w = in.w, b = in.b, r = in.r;
   std::vector<Tensor> g = grad({(F::layer_norm(x, {C}, w, b) * r).sum()}, {x, w, b});
   std::vector<std::vector<double>> got{g[0].to_vector<double>(), g[1].to_vector<double>(),
                                        g[2].to_vector<double>()};
