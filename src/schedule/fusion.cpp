@@ -409,8 +409,7 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
       // other readers too (the mean): store the deepest such x (a few steps down), and the work on it
       // is recomputed where it is read
       std::vector<NodeRef> chain{n};
-      while (chain.size() < 4 && full_operand(chain.back(), in_points))
-        chain.push_back(full_operand(chain.back(), in_points));
+      for (NodeRef x; chain.size() < 4 && (x = full_operand(chain.back(), in_points));) chain.push_back(x);
       for (auto x = chain.rbegin(); x != chain.rend() && !best; ++x)
         if (dtype_size((*x)->dtype) <= dtype_size(n->dtype) && worth_storing(*x)) best = *x;
       if (best) break;
