@@ -295,3 +295,22 @@ TEST(CuBLASLt, UnsupportedDescriptorIsDeclinedNotThrown) {
       ran = runtime::cuda::gemm(0, dense(64, 64, 64, DType::F32, DType::BF16), ptr(a), ptr(a), ptr(a), 0));
   EXPECT_FALSE(ran);
 }
+
+// A new plan times the heuristic's candidates on the call's operands and keeps the fastest (said at
+// KILN_DEBUG=3); with KILN_DETERMINISTIC the heuristic's first choice is kept, timing nothing.
+TEST(CuBLASLt, PlansTimeTheHeuristicsCandidates) {
+  REQUIRE_GPU();
+  Settings saved = settings();
+  settings().debug = 3;
+  ::testing::internal::CaptureStderr();
+  check_gemm(dense(512, 384, 256, DType::BF16, DType::BF16, false, true));
+  std::string timed = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(timed.find("cuBLASLt 512x384x256: "), std::string::npos) << timed;
+  EXPECT_NE(timed.find("candidates timed"), std::string::npos) << timed;
+  settings().deterministic = true;
+  ::testing::internal::CaptureStderr();
+  check_gemm(dense(520, 384, 256, DType::BF16, DType::BF16, false, true));
+  std::string kept = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(kept.find("candidates timed"), std::string::npos) << kept;
+  settings() = saved;
+}

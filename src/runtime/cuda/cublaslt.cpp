@@ -10,6 +10,8 @@
 #include "runtime/cuda/cublaslt.h"
 
 #include <climits>
+#include <cstdio>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -225,8 +227,47 @@ bool make_layout(const LtApi& lt, LtLayout* out, int type, const ColumnMajorLayo
              kStatusSuccess;
 }
 
-// Builds the descriptors and asks the heuristic for the best algorithm; plan.ok says whether it found one.
-std::unique_ptr<Plan> make_plan(const LtApi& lt, LtHandle handle, const PlanKey& key, CUdeviceptr bias) {
+// The operands of the call a plan is made for: its candidates are timed on them.
+struct Operands {
+  CUdeviceptr a, b, c, bias, workspace;
+  CUstream stream;
+};
+
+// Candidates the heuristic is asked for; each is timed on the first call's operands, kTimedRuns runs.
+constexpr int kCandidates = 8;
+constexpr int kTimedRuns = 3;
+
+// Device time of `runs` runs of candidate `algo` (after one untimed run), or infinity when it fails.
+double time_algo(const LtApi& lt, LtHandle handle, const Plan& p, const LtAlgo& algo, const Operands& o,
+                 int runs) {
+  const Api& cu = *api();
+  const float alpha = 1.0f, beta = 0.0f;
+  auto ptr = [](CUdeviceptr x) { return reinterpret_cast<void*>(static_cast<uintptr_t>(x)); };
+  auto run = [&] {
+    return lt.cublasLtMatmul(handle, p.desc, &alpha, ptr(o.b), p.first, ptr(o.a), p.second, &beta, ptr(o.c),
+                             p.out, ptr(o.c), p.out, &algo, ptr(o.workspace), kWorkspaceBytes,
+                             o.stream) == kStatusSuccess;
+  };
+  CUevent start = nullptr, stop = nullptr;
+  double ms = std::numeric_limits<double>::infinity();
+  if (cu.cuEventCreate(&start, 0) != 0 || cu.cuEventCreate(&stop, 0) != 0) return ms;
+  bool ok = run() && cu.cuEventRecord(start, o.stream) == 0;
+  for (int r = 0; ok && r < runs; r++) ok = run();
+  float elapsed = 0;
+  if (ok && cu.cuEventRecord(stop, o.stream) == 0 && cu.cuEventSynchronize(stop) == 0 &&
+      cu.cuEventElapsedTime(&elapsed, start, stop) == 0)
+    ms = elapsed;
+  cu.cuEventDestroy(start);
+  cu.cuEventDestroy(stop);
+  return ms;
+}
+
+// Builds the descriptors and asks the heuristic for its best algorithms; plan.ok says whether it
+// found one. Several candidates are timed on the call's operands and the fastest kept (the
+// heuristic's first choice is not always the fastest for a shape); not while a graph is being
+// captured (nothing may wait then) nor with KILN_DETERMINISTIC (the choice would vary by run).
+std::unique_ptr<Plan> make_plan(const LtApi& lt, LtHandle handle, const PlanKey& key, const Operands& o) {
+  const CUdeviceptr bias = o.bias;
   auto p = std::make_unique<Plan>();
   const GemmDesc& d = key.d;
   ColumnMajorGemm cm = to_column_major(d);
@@ -261,16 +302,28 @@ std::unique_ptr<Plan> make_plan(const LtApi& lt, LtHandle handle, const PlanKey&
            kStatusSuccess &&
        lt.cublasLtMatmulPreferenceSetAttribute(pref, kPrefMinAlignC, &al_c, sizeof(al_c)) == kStatusSuccess &&
        lt.cublasLtMatmulPreferenceSetAttribute(pref, kPrefMinAlignD, &al_c, sizeof(al_c)) == kStatusSuccess;
-  LtHeuristic result{};
+  bool search = !capturing_on_this_thread() && !settings().deterministic;
+  LtHeuristic results[kCandidates] = {};
   int found = 0;
-  if (ok &&
-      lt.cublasLtMatmulAlgoGetHeuristic(handle, p->desc, p->first, p->second, p->out, p->out, pref, 1,
-                                        &result, &found) == kStatusSuccess &&
-      found > 0 && result.state == kStatusSuccess && result.workspace_size <= kWorkspaceBytes) {
-    p->algo = result.algo;
-    p->ok = true;
-  }
+  if (!ok || lt.cublasLtMatmulAlgoGetHeuristic(handle, p->desc, p->first, p->second, p->out, p->out, pref,
+                                               search ? kCandidates : 1, results, &found) != kStatusSuccess)
+    found = 0;
   lt.cublasLtMatmulPreferenceDestroy(pref);
+  double best = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < found; i++) {
+    const LtHeuristic& r = results[i];
+    if (r.state != kStatusSuccess || r.workspace_size > kWorkspaceBytes) continue;
+    double ms = found > 1 ? time_algo(lt, handle, *p, r.algo, o, kTimedRuns) : 0;
+    if (!p->ok || ms < best) {
+      p->algo = r.algo;
+      p->ok = true;
+      best = ms;
+    }
+  }
+  if (settings().debug >= 3 && found > 1)
+    std::fprintf(stderr, "kiln: cuBLASLt %lldx%lldx%lld: %d candidates timed, fastest %.4f ms\n",
+                 static_cast<long long>(key.d.m), static_cast<long long>(key.d.n),
+                 static_cast<long long>(key.d.k), found, best / kTimedRuns);
   return p;
 }
 
@@ -327,7 +380,8 @@ bool gemm(int ordinal, const GemmDesc& d, CUdeviceptr a, CUdeviceptr b, CUdevice
   if (!s.handle) return false;
   PlanKey key{d, alignment(a), alignment(b), alignment(c), d.has_bias() ? alignment(bias) : 0};
   auto it = s.plans.find(key);
-  if (it == s.plans.end()) it = s.plans.emplace(key, make_plan(*lt, s.handle, key, bias)).first;
+  if (it == s.plans.end())
+    it = s.plans.emplace(key, make_plan(*lt, s.handle, key, {a, b, c, bias, s.workspace, ctx.stream})).first;
   Plan& p = *it->second;
   if (!p.ok) return false;
   if (d.has_bias()) {  // the plan is shared by calls with other bias buffers of the same alignment
