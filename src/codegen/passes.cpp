@@ -71,6 +71,7 @@ Lowered lower(const NodeRef& ast, Target target, const DeviceLimits& limits) {
     out.opts.push_back(k.launch.kind == CudaLaunch::Kind::BlockReduce
                            ? "BLOCK_REDUCE(" + std::to_string(k.launch.block) + ")"
                            : "GRID_STRIDE(" + std::to_string(k.launch.block) + ")");
+    if (k.launch.group > 1) out.opts.push_back("GROUP_REDUCE(" + std::to_string(k.launch.group) + ")");
   } else {
     out.source = render_c(out.program);
   }

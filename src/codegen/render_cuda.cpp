@@ -53,6 +53,12 @@ template <class T> __device__ __forceinline__ T kiln_get(unsigned char* s, int64
   else if constexpr (sizeof(T) == 2) return (T)__ldcg((const unsigned short*)(s + 8 * i));
   else return (T)__ldcg((const unsigned char*)(s + 8 * i));
 }
+/* Combines one value per thread over each aligned group of G lanes of a warp (G a power of two);
+   every lane of the group gets the result. The whole warp takes part. */
+template <int G, class T, class Op> __device__ __forceinline__ T kiln_group_reduce(T v, Op op) {
+  for (int o = G / 2; o > 0; o >>= 1) v = op(v, kiln_shfl(v, o));
+  return v;
+}
 template <class T, class Op> __device__ __forceinline__ T kiln_block_reduce(T v, Op op) {
   __shared__ T part[32];
   for (int o = 16; o > 0; o >>= 1) v = op(v, kiln_shfl(v, o));
@@ -83,6 +89,7 @@ class CudaRenderer : public RendererBase {
     work_ = k.launch.work;
     block_reduce_ = k.launch.kind == CudaLaunch::Kind::BlockReduce;
     column_ = k.launch.kind == CudaLaunch::Kind::ColumnReduce;
+    group_ = k.launch.group;
     std::string lanes = std::to_string(k.launch.lanes);
     os_ << "extern \"C\" __global__ void __launch_bounds__(" << k.launch.block << ") " << p_.symbol << "(";
     for (size_t i = 0; i < p_.globals.size(); i++)
@@ -105,7 +112,17 @@ class CudaRenderer : public RendererBase {
           std::to_string(k.launch.work) + "LL; t = " + std::to_string(k.launch.work) + "LL) {");
     else if (block_reduce_)
       out("for (int64_t t = blockIdx.x; t < " + std::to_string(k.launch.work) + "LL; t += gridDim.x) {");
-    else if (k.launch.step > 1)
+    else if (group_ > 1) {
+      // group_ threads share each output's reduce. A warp's groups stay in the loop together (their
+      // shuffles need the whole warp): groups past the end compute the last output, store nothing.
+      int64_t per_warp = 32 / group_, rounded = (work_ + per_warp - 1) / per_warp * per_warp;
+      std::string g = std::to_string(group_);
+      out("for (int64_t kiln_t0 = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / " + g +
+          ", t = 0; kiln_t0 < " + std::to_string(rounded) +
+          "LL; kiln_t0 += (int64_t)gridDim.x * blockDim.x / " + g + ") {");
+      out("  const bool kiln_live = kiln_t0 < " + std::to_string(work_) + "LL;");
+      out("  t = kiln_live ? kiln_t0 : " + std::to_string(work_ - 1) + "LL;");
+    } else if (k.launch.step > 1)
       out("for (int64_t t = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) * " + lanes + "; t < " +
           std::to_string(k.launch.work) + "LL; t += (int64_t)gridDim.x * blockDim.x * " + lanes + ") {");
     else
@@ -200,10 +217,30 @@ class CudaRenderer : public RendererBase {
         l.scratch_bytes = l.counters_offset + l.work * 4;
       }
       if (l.split == 1) plan_row_cache(l);
+    } else if (int g = group_size(); g > 1) {
+      l.group = g;
     } else {
       split_.clear();
     }
     plan_lanes(l, globals);
+  }
+
+  // Threads sharing one output's reduce in an Elementwise kernel, or 1: a kernel whose one reduce
+  // loop is short (under a block's worth) but contiguous takes kLanes values a thread and a group of
+  // up to 32 threads an output, so a warp's loads cover whole rows (rowsum(dO * O) over a head's 64
+  // values) instead of one thread walking each row.
+  int group_size() const {
+    if (split_.size() != 1 || !inner_.empty() || split_.begin()->second.empty()) return 1;
+    int reduces = 0;
+    for (auto& in : p_.insts) {
+      if (in.op == Op::RANGE && in.arg[2] != ir::kGlobalRange) reduces++;
+      if (in.op == Op::STORE && !in.arg.empty()) return 1;  // an adding store: one atomic an element
+    }
+    const Inst& r = p_.insts[split_.begin()->first];
+    if (reduces != 1 || r.arg.size() <= 4 || !r.arg[4] || r.arg[1] % kLanes != 0) return 1;
+    int g = 1;
+    while (g < 32 && (g * 2) * kLanes <= r.arg[1]) g *= 2;
+    return g >= 8 ? g : 1;
   }
 
   // --- lanes (see render_cuda.h) ---
@@ -496,6 +533,12 @@ class CudaRenderer : public RendererBase {
       out("#pragma unroll 8");
       out("for (int64_t " + n + " = blockIdx.y * " + c + " + (threadIdx.x >> 5); " + n + " < " + end + "; " +
           n + " += " + std::to_string(kColumnBlock / 32) + ") {");
+    } else if (split && group_ > 1) {
+      std::string w = laned_.count(static_cast<size_t>(i)) ? " * " + std::to_string(kLanes) : "";
+      std::string g = std::to_string(group_);
+      out("for (int64_t " + n + " = (threadIdx.x & " + std::to_string(group_ - 1) + ")" + w + "; " + n +
+          " < " + size + "; " + n + " += " + g + w + ") {");
+      set_range_lanes(i);
     } else if (split && split_count_ > 1)
       out("for (int64_t " + n + " = (blockIdx.x % " + std::to_string(split_count_) +
           ") * (int64_t)blockDim.x + threadIdx.x; " + n + " < " + size + "; " + n +
@@ -528,6 +571,12 @@ class CudaRenderer : public RendererBase {
     const std::vector<int>& accs = split_.at(static_cast<size_t>(r));
     if (column_) {
       combine_columns(accs);
+      return;
+    }
+    if (group_ > 1) {
+      for (int acc : accs)
+        out(v(acc) + " = kiln_group_reduce<" + std::to_string(group_) + ">(" + v(acc) + ", " + combine(acc) +
+            ");");
       return;
     }
     for (int acc : accs) out(v(acc) + " = kiln_block_reduce(" + v(acc) + ", " + combine(acc) + ");");
@@ -628,7 +677,8 @@ class CudaRenderer : public RendererBase {
     std::string s = add ? "atomicAdd(&" + v(in.src[0]) + "[" + v(in.src[1]) + "], " + store_value(in) + ");"
                         : v(in.src[0]) + "[" + v(in.src[1]) + "] = " + store_value(in) + ";";
     bool per_thread = std::count(open_.begin(), open_.end(), -3) > 0;  // inside a row's loop
-    out(column_                        ? "if (kiln_live && threadIdx.x < 32) " + s
+    out(column_      ? "if (kiln_live && threadIdx.x < 32) " + s
+        : group_ > 1 ? "if (kiln_live && (threadIdx.x & " + std::to_string(group_ - 1) + ") == 0) " + s
         : block_reduce_ && !per_thread ? "if (threadIdx.x == 0) " + s
                                        : s);
   }
@@ -662,6 +712,7 @@ class CudaRenderer : public RendererBase {
   int split_count_ = 1;
   int64_t chunk_ = 0;  // ColumnReduce: reduce steps per chunk
   bool column_ = false;
+  int group_ = 1;  // Elementwise: threads sharing an output's reduce (see group_size)
   static constexpr int kColumnBlock = 256;             // ColumnReduce: threads a block
   int combines_ = 0;                                   // ColumnReduce: shared arrays so far
   std::vector<std::pair<int, std::string>> combined_;  // (accumulator, its shared array)

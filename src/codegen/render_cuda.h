@@ -46,6 +46,7 @@ struct CudaLaunch {
   int lanes = 1;
   int step = 1;     // Elementwise: outputs a thread takes a step of its grid-stride loop (lanes, or 1)
   int columns = 0;  // ColumnReduce: outputs a block takes (one a warp lane; the warps take rows)
+  int group = 1;    // Elementwise: threads sharing one output's short reduce (a power of two, <= 32)
 };
 
 struct CudaKernel {

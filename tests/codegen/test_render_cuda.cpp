@@ -134,9 +134,10 @@ TEST(RenderCuda, ShortRowsKeepOneThreadPerOutput) {
   EXPECT_FALSE(has(ks[0].source, "kiln_block_reduce(")) << ks[0].source;
 }
 
-// A short contiguous reduce a thread walks alone loads 4 values a step (one vector access), adds
-// them in the loop's order, and the thread still takes one output a step.
-TEST(RenderCuda, ShortRowsLoadFourValuesAStep) {
+// A short contiguous reduce (a head's 64 values) is shared by a group of 16 threads, each loading 4
+// values a step (one vector access) and adding them in the loop's order; the group's sums combine by
+// warp shuffles and its first thread stores.
+TEST(RenderCuda, ShortContiguousRowsShareAGroupOfThreads) {
   Tensor g = kiln::testing::random_tensor({2, 16, 3, 64}, DType::BF16, -1, 1, 5);
   Tensor o = kiln::testing::random_tensor({2, 16, 3, 64}, DType::BF16, -1, 1, 6);
   Tensor d = (g.permute({0, 2, 1, 3}).to(DType::F32) * o.permute({0, 2, 1, 3}).to(DType::F32)).sum(-1);
@@ -146,10 +147,18 @@ TEST(RenderCuda, ShortRowsLoadFourValuesAStep) {
   EXPECT_EQ(k.launch.kind, codegen::CudaLaunch::Kind::Elementwise);
   EXPECT_EQ(k.launch.lanes, 4);
   EXPECT_EQ(k.launch.step, 1);
+  EXPECT_EQ(k.launch.group, 16);
   EXPECT_EQ(count(k.source, "*(const kiln_v4<uint16_t>*)"), 2) << k.source;
-  EXPECT_TRUE(has(k.source, "+= 4) {")) << k.source;
-  EXPECT_TRUE(has(k.source, "t += (int64_t)gridDim.x * blockDim.x)")) << k.source;
+  EXPECT_TRUE(has(k.source, "= (threadIdx.x & 15) * 4;")) << k.source;
+  EXPECT_TRUE(has(k.source, "+= 16 * 4) {")) << k.source;
+  EXPECT_TRUE(has(k.source, "kiln_group_reduce<16>(")) << k.source;
+  EXPECT_TRUE(has(k.source, "if (kiln_live && (threadIdx.x & 15) == 0)")) << k.source;
   EXPECT_EQ(count(k.source, "fmaf("), 4) << k.source;
+  // 96 outputs, a multiple of a warp's two groups: the loop runs to 96
+  EXPECT_TRUE(has(k.source, "kiln_t0 < 96LL;")) << k.source;
+  // a reduce too short for 8 threads of 4 values keeps one thread an output
+  Tensor s = kiln::testing::random_tensor({1000, 16}, DType::F32, -1, 1, 7);
+  EXPECT_EQ(lower_all(s.sum(1))[0].launch.group, 1);
 }
 
 TEST(RenderCuda, HalvesAndBitcastsUseDeviceConversions) {

@@ -152,6 +152,14 @@ TEST_F(Cuda, ReductionsShortAndLong) {
     EXPECT_TRUE(expect_matches_reference(x.softmax(1), 1e-5, 1e-6)) << cols;
     EXPECT_TRUE(expect_matches_reference(x.sum(0), 1e-5, 1e-5)) << cols;
   }
+  // short contiguous rows shared by groups of threads, outputs not a multiple of a warp's groups
+  for (int64_t cols : {32, 64, 100, 124}) {
+    Tensor r = on_gpu({7, 5, cols}, DType::F32, -1, 1, static_cast<uint64_t>(cols) + 40);
+    EXPECT_TRUE(expect_matches_reference(r.sum(2), 1e-5, 1e-5)) << cols;
+    EXPECT_TRUE(expect_matches_reference(r.max(2) + r.mean(2), 1e-5, 1e-5)) << cols;
+    Tensor hb = on_gpu({3, 11, cols}, DType::BF16, -1, 1, static_cast<uint64_t>(cols) + 41);
+    EXPECT_TRUE(expect_matches_reference((hb.to(DType::F32) * hb.to(DType::F32)).sum(2), 1e-5, 1e-4)) << cols;
+  }
   // few outputs, long reduces: blocks share each output (two accumulators in one kernel)
   Tensor w = on_gpu({3, 1 << 20}, DType::F32, -1, 1, 19);
   EXPECT_TRUE(expect_matches_reference(w.sum(1) + w.max(1), 1e-5, 1e-3));

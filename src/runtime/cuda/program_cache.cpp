@@ -164,8 +164,9 @@ void launch(int ordinal, CUfunction f, const codegen::CudaLaunch& l, const std::
             CUdeviceptr scratch) {
   Context& c = context(ordinal);
   int64_t per_sm = l.kind == codegen::CudaLaunch::Kind::BlockReduce ? 2048 / l.block * 4 : 2048 / l.block * 2;
-  int64_t want =
-      l.kind == codegen::CudaLaunch::Kind::BlockReduce ? l.work : (l.work / l.step + l.block - 1) / l.block;
+  int64_t want = l.kind == codegen::CudaLaunch::Kind::BlockReduce
+                     ? l.work
+                     : (l.work * l.group / l.step + l.block - 1) / l.block;
   if (l.lanes > 1)  // vector accesses: the allocator and the arena hand out 256-byte aligned blocks
     for (void* b : bufs)
       if (reinterpret_cast<uintptr_t>(b) % 16 != 0)
