@@ -1,7 +1,8 @@
 // G8: GPT-2 124M (the nn GPT model, vocab 50304) training steps on the GPU with AdamW, on random
 // tokens: loss per step, median step time, tokens/s and peak device memory as one JSON line. With bf16, the
 // forward runs under kiln::Autocast(BF16) (matmuls and attention in bf16, f32 weights, gradients and AdamW
-// state). Usage: bench_gpt2_gpu [B] [T] [steps] [jit 0|1] [f32|bf16]   (defaults 4 1024 8 0 f32)
+// state); f32 matmuls use TF32. Usage: bench_gpt2_gpu [B] [T] [steps] [jit 0|1] [f32|bf16]   (defaults 4 1024
+// 8 0 f32)
 #include <kiln/kiln.h>
 #include <kiln/nn.h>
 
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::optional<DType> autocast = dtype == "bf16" ? std::optional(DType::BF16) : std::nullopt;
+  settings().tf32 = dtype == "f32";  // f32 matmuls on TF32 tensor cores, as PyTorch's f32 row allows
   int64_t L = std::getenv("GPT_LAYERS") ? std::atoll(std::getenv("GPT_LAYERS")) : 12;
   const int64_t V = 50304;
   set_default_device(Device::cuda());
