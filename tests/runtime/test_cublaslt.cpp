@@ -9,8 +9,10 @@
 // wrong transpose, stride or bias pointer gives errors of the order of the values themselves.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <random>
 #include <sstream>
 
@@ -297,20 +299,32 @@ TEST(CuBLASLt, UnsupportedDescriptorIsDeclinedNotThrown) {
 }
 
 // A new plan times the heuristic's candidates on the call's operands and keeps the fastest (said at
-// KILN_DEBUG=3); with KILN_DETERMINISTIC the heuristic's first choice is kept, timing nothing.
-TEST(CuBLASLt, PlansTimeTheHeuristicsCandidates) {
+// KILN_DEBUG=3), and keeps its choice in the program cache: once the plans in memory are forgotten,
+// the same GEMM reads it back and times nothing. With KILN_DETERMINISTIC the heuristic's first
+// choice is kept, timing nothing.
+TEST(CuBLASLt, PlansTimeTheHeuristicsCandidatesOnce) {
   REQUIRE_GPU();
   Settings saved = settings();
+  auto dir = std::filesystem::temp_directory_path() / ("kiln_gemm_choice_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  settings().cache_dir = dir.string();
   settings().debug = 3;
+  GemmDesc d = dense(512, 384, 256, DType::BF16, DType::BF16, false, true);
   ::testing::internal::CaptureStderr();
-  check_gemm(dense(512, 384, 256, DType::BF16, DType::BF16, false, true));
+  check_gemm(d);
   std::string timed = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(timed.find("cuBLASLt 512x384x256: "), std::string::npos) << timed;
   EXPECT_NE(timed.find("candidates timed"), std::string::npos) << timed;
+  clear_memory_cache();
+  ::testing::internal::CaptureStderr();
+  check_gemm(d);
+  std::string cached = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(cached.find("candidates timed"), std::string::npos) << cached;
   settings().deterministic = true;
   ::testing::internal::CaptureStderr();
   check_gemm(dense(520, 384, 256, DType::BF16, DType::BF16, false, true));
   std::string kept = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(kept.find("candidates timed"), std::string::npos) << kept;
   settings() = saved;
+  std::filesystem::remove_all(dir);
 }

@@ -11,15 +11,22 @@
 
 #include <climits>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <sstream>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "kiln/debug.h"
+#include "runtime/cache_dir.h"
+#include "runtime/cache_entry.h"
 #include "runtime/cuda/allocator.h"
 #include "runtime/cuda/context.h"
+#include "runtime/program_cache.h"
 
 namespace kiln::runtime::cuda {
 
@@ -93,6 +100,9 @@ struct LtApi {
   int (*cublasLtMatmul)(LtHandle, LtMatmulDesc, const void* alpha, const void* a, LtLayout, const void* b,
                         LtLayout, const void* beta, const void* c, LtLayout, void* d, LtLayout, const LtAlgo*,
                         void* workspace, size_t workspace_bytes, CUstream);
+  int (*cublasLtMatmulAlgoCheck)(LtHandle, LtMatmulDesc, LtLayout, LtLayout, LtLayout, LtLayout,
+                                 const LtAlgo*, LtHeuristic*);
+  size_t (*cublasLtGetVersion)();
 };
 
 struct LoadedLt {
@@ -127,6 +137,8 @@ LoadedLt load_lt() {
   bind(a.lib, a.cublasLtMatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute", missing);
   bind(a.lib, a.cublasLtMatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic", missing);
   bind(a.lib, a.cublasLtMatmul, "cublasLtMatmul", missing);
+  bind(a.lib, a.cublasLtMatmulAlgoCheck, "cublasLtMatmulAlgoCheck", missing);
+  bind(a.lib, a.cublasLtGetVersion, "cublasLtGetVersion", missing);
   if (!missing.empty()) {
     r.why = "cuBLASLt lacks the entry point " + missing + " (too old a library?)";
     return r;
@@ -192,6 +204,16 @@ struct Plan {
   LtMatmulDesc desc = nullptr;
   LtLayout first = nullptr, second = nullptr, out = nullptr;
   LtAlgo algo{};
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan() {
+    const LtApi* lt = lt_api();
+    if (!lt) return;
+    if (desc) lt->cublasLtMatmulDescDestroy(desc);
+    for (LtLayout l : {first, second, out})
+      if (l) lt->cublasLtMatrixLayoutDestroy(l);
+  }
 };
 
 // Per device: the handle, the workspace and the plans. Never destroyed (static destructors may run
@@ -204,10 +226,24 @@ struct DeviceState {
   std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
 };
 
+std::mutex states_mu;
+std::vector<DeviceState*>* states = new std::vector<DeviceState*>();
+
+// kiln::clear_memory_cache: the plans are forgotten (a later call reads its choice from the cache)
+void forget_plans() {
+  std::lock_guard<std::mutex> l(states_mu);
+  for (DeviceState* s : *states)
+    if (s) {
+      std::lock_guard<std::mutex> ls(s->mu);
+      s->plans.clear();
+    }
+}
+
 DeviceState& device_state(int ordinal) {
-  static std::mutex mu;
-  static std::vector<DeviceState*>* all = new std::vector<DeviceState*>();
-  std::lock_guard<std::mutex> l(mu);
+  static const bool registered = (on_clear_memory_cache(forget_plans), true);
+  (void)registered;
+  std::vector<DeviceState*>* all = states;
+  std::lock_guard<std::mutex> l(states_mu);
   if (all->size() <= static_cast<size_t>(ordinal)) all->resize(static_cast<size_t>(ordinal) + 1, nullptr);
   DeviceState*& s = (*all)[static_cast<size_t>(ordinal)];
   if (!s) s = new DeviceState();
@@ -262,11 +298,44 @@ double time_algo(const LtApi& lt, LtHandle handle, const Plan& p, const LtAlgo& 
   return ms;
 }
 
+// The program-cache entry holding the algorithm chosen for a plan on this device and cuBLASLt.
+std::string choice_path(const LtApi& lt, const PlanKey& key, const std::string& device) {
+  const GemmDesc& d = key.d;
+  std::ostringstream k;
+  k << "cublaslt " << lt.cublasLtGetVersion() << " " << device;
+  for (int64_t v : {d.m, d.n, d.k, d.batch, d.lda, d.ldb, d.ldc, d.stride_a, d.stride_b, d.stride_c})
+    k << " " << v;
+  k << " " << d.trans_a << d.trans_b << d.allow_tf32 << " " << static_cast<int>(d.epilogue) << " "
+    << static_cast<int>(d.a_type) << " " << static_cast<int>(d.b_type) << " " << static_cast<int>(d.c_type)
+    << " " << key.align_a << " " << key.align_b << " " << key.align_c << " " << key.align_bias;
+  char hex[20];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(k.str())));
+  return cache_dir() + "/gemm_" + hex + ".algo";
+}
+
+// A chosen algorithm read back from the cache, if its entry is whole and cuBLASLt still accepts it
+// for the plan's descriptors.
+std::optional<LtAlgo> cached_choice(const LtApi& lt, LtHandle handle, const Plan& p,
+                                    const std::string& path) {
+  std::optional<std::string> bytes = read_entry(path);
+  if (!bytes || bytes->size() != sizeof(LtAlgo)) return std::nullopt;
+  LtAlgo algo;
+  std::memcpy(&algo, bytes->data(), sizeof algo);
+  LtHeuristic check{};
+  if (lt.cublasLtMatmulAlgoCheck(handle, p.desc, p.first, p.second, p.out, p.out, &algo, &check) !=
+          kStatusSuccess ||
+      check.state != kStatusSuccess || check.workspace_size > kWorkspaceBytes)
+    return std::nullopt;
+  return algo;
+}
+
 // Builds the descriptors and asks the heuristic for its best algorithms; plan.ok says whether it
 // found one. Several candidates are timed on the call's operands and the fastest kept (the
 // heuristic's first choice is not always the fastest for a shape); not while a graph is being
-// captured (nothing may wait then) nor with KILN_DETERMINISTIC (the choice would vary by run).
-std::unique_ptr<Plan> make_plan(const LtApi& lt, LtHandle handle, const PlanKey& key, const Operands& o) {
+// captured (nothing may wait then) nor with KILN_DETERMINISTIC (the choice would vary by run). The
+// choice is kept in the program cache, so a later process times nothing.
+std::unique_ptr<Plan> make_plan(const LtApi& lt, LtHandle handle, const PlanKey& key, const Operands& o,
+                                const std::string& device) {
   const CUdeviceptr bias = o.bias;
   auto p = std::make_unique<Plan>();
   const GemmDesc& d = key.d;
@@ -303,6 +372,14 @@ std::unique_ptr<Plan> make_plan(const LtApi& lt, LtHandle handle, const PlanKey&
        lt.cublasLtMatmulPreferenceSetAttribute(pref, kPrefMinAlignC, &al_c, sizeof(al_c)) == kStatusSuccess &&
        lt.cublasLtMatmulPreferenceSetAttribute(pref, kPrefMinAlignD, &al_c, sizeof(al_c)) == kStatusSuccess;
   bool search = !capturing_on_this_thread() && !settings().deterministic;
+  const std::string path = search ? choice_path(lt, key, device) : "";
+  if (search)
+    if (std::optional<LtAlgo> algo = cached_choice(lt, handle, *p, path)) {
+      lt.cublasLtMatmulPreferenceDestroy(pref);
+      p->algo = *algo;
+      p->ok = true;
+      return p;
+    }
   LtHeuristic results[kCandidates] = {};
   int found = 0;
   if (!ok || lt.cublasLtMatmulAlgoGetHeuristic(handle, p->desc, p->first, p->second, p->out, p->out, pref,
@@ -320,6 +397,8 @@ std::unique_ptr<Plan> make_plan(const LtApi& lt, LtHandle handle, const PlanKey&
       best = ms;
     }
   }
+  if (search && p->ok && found > 1)
+    write_entry(path, std::string_view(reinterpret_cast<const char*>(&p->algo), sizeof p->algo));
   if (settings().debug >= 3 && found > 1)
     std::fprintf(stderr, "kiln: cuBLASLt %lldx%lldx%lld: %d candidates timed, fastest %.4f ms\n",
                  static_cast<long long>(key.d.m), static_cast<long long>(key.d.n),
@@ -381,7 +460,10 @@ bool gemm(int ordinal, const GemmDesc& d, CUdeviceptr a, CUdeviceptr b, CUdevice
   PlanKey key{d, alignment(a), alignment(b), alignment(c), d.has_bias() ? alignment(bias) : 0};
   auto it = s.plans.find(key);
   if (it == s.plans.end())
-    it = s.plans.emplace(key, make_plan(*lt, s.handle, key, {a, b, c, bias, s.workspace, ctx.stream})).first;
+    it = s.plans
+             .emplace(key,
+                      make_plan(*lt, s.handle, key, {a, b, c, bias, s.workspace, ctx.stream}, ctx.info.name))
+             .first;
   Plan& p = *it->second;
   if (!p.ok) return false;
   if (d.has_bias()) {  // the plan is shared by calls with other bias buffers of the same alignment
