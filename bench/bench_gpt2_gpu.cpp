@@ -37,12 +37,21 @@ int main(int argc, char** argv) {
   settings().tf32 = dtype == "f32";  // f32 matmuls on TF32 tensor cores, as PyTorch's f32 row allows
   int64_t L = std::getenv("GPT_LAYERS") ? std::atoll(std::getenv("GPT_LAYERS")) : 12;
   const int64_t V = 50304;
+  auto seconds = [](auto t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const double probe_s = seconds(start);
   set_default_device(Device::cuda());
   manual_seed(0);
+  auto t_model = std::chrono::steady_clock::now();
   nn::GPT model(
       nn::GPTConfig{.vocab_size = V, .block_size = 1024, .n_layer = L, .n_head = 12, .n_embd = 768});
+  const double model_s = seconds(t_model);
+  auto t_opt = std::chrono::steady_clock::now();
   optim::AdamW opt(model->parameters(), {.lr = 3e-4, .weight_decay = 0.0});
   Tensor idx = randint(0, 50257, {B, T}).realize(), tgt = randint(0, 50257, {B, T}).realize();
+  std::fprintf(stderr, "bench_gpt2_gpu: setup: CUDA probe %.2f s, model %.2f s, optimizer and data %.2f s\n",
+               probe_s, model_s, seconds(t_opt));
   auto train = [&](const Tensor& x, const Tensor& y) {
     Tensor loss;
     {
