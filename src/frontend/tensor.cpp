@@ -259,6 +259,14 @@ std::string Tensor::str() const {
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
 
 // --- creation from host data ---
+Tensor frontend::own_copy(const Tensor& t) {
+  Tensor v = t.detach().contiguous();
+  v.realize();
+  const std::shared_ptr<Buffer>& b = v.node()->buffer;
+  if (!b || b->numel != v.numel()) throw Error("own_copy: the realized tensor has no buffer of its own size");
+  return Tensor(buffer_node(b->to(b->device), v.shape()));
+}
+
 Tensor from_buffer(const void* data, Shape shape, DType dtype) {
   int64_t n = frontend::check_shape("tensor", shape);
   auto b = std::make_shared<Buffer>(dtype, n, default_device());

@@ -29,6 +29,9 @@ std::vector<Tensor> take_backward_roots();
 namespace frontend {
 // The BUFFER node of a realized value.
 ir::NodeRef buffer_node(const std::shared_ptr<Buffer>& b, const Shape& s);
+// A realized copy of t's values in a buffer of its own on t's device (copied there, not through the
+// host), with no gradient: a BUFFER node no other tensor has, whatever values it holds.
+Tensor own_copy(const Tensor& t);
 }  // namespace frontend
 
 }  // namespace kiln

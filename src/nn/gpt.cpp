@@ -36,8 +36,8 @@ GPTImpl::GPTImpl(GPTConfig c) : config_(c) {
 
   // GPT-2 initialization over the defaults the layers drew
   double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer));
-  std::vector<Tensor> assigned;
-  auto set = [&](Tensor& p, const Tensor& v) { assigned.push_back(p.assign_(detail::fresh(v))); };
+  std::vector<std::pair<Tensor*, Tensor>> values;  // computed in one schedule, then copied
+  auto set = [&](Tensor& p, const Tensor& v) { values.emplace_back(&p, v.detach().contiguous()); };
   auto linear = [&](const Linear& l, double stdev) {
     set(l->weight, init::normal(l->weight.shape(), 0, stdev));
     if (l->bias.defined()) set(l->bias, zeros(l->bias.shape()));
@@ -51,6 +51,10 @@ GPTImpl::GPTImpl(GPTConfig c) : config_(c) {
     linear(blk->fc, 0.02);
     linear(blk->proj, residual_std);
   }
+  std::vector<Tensor> all, assigned;
+  for (auto& [p, v] : values) all.push_back(v);
+  realize(all);
+  for (auto& [p, v] : values) assigned.push_back(p->assign_(detail::fresh(v)));
   realize(assigned);
 }
 

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/tensor_impl.h"
 #include "kiln/nn/module.h"
 
 namespace kiln::nn::detail {
@@ -25,18 +26,9 @@ inline void need_float(const char* module, const Tensor& x) {
                  "expected a float input, got " + to_string(x.dtype()) + " of shape " + shape_str(x.shape()));
 }
 
-// A realized copy of t in a buffer of its own. Parameters must not share a BUFFER node: autograd
-// keys leaves by node, so leaves assigned equal values (zeros) or another leaf's value would share
-// one entry and all but one would get no gradient. Copies through the host.
-inline Tensor fresh(const Tensor& t) {
-  Tensor v = t.detach();
-  if (v.dtype() == DType::F32) {
-    auto d = v.to_vector<float>();
-    return from_buffer(d.data(), v.shape(), DType::F32);
-  }
-  auto d = v.to_vector<double>();
-  Tensor c = from_buffer(d.data(), v.shape(), DType::F64);
-  return v.dtype() == DType::F64 ? c : c.to(v.dtype()).contiguous().realize();
-}
+// A realized copy of t in a buffer of its own, on t's device. Parameters must not share a BUFFER
+// node: autograd keys leaves by node, so leaves assigned equal values (zeros) or another leaf's
+// value would share one entry and all but one would get no gradient.
+inline Tensor fresh(const Tensor& t) { return frontend::own_copy(t); }
 
 }  // namespace kiln::nn::detail

@@ -126,19 +126,22 @@ int64_t Optimizer::step_count(size_t param_index) const { return state_.at(param
 
 void Optimizer::zero_initial_state() {
   zero_initial_ = true;
-  std::vector<unsigned char> zeros;  // (zeros_like would be a constant, folded into the step)
-  std::vector<Tensor> made;
+  // buffers of their own, filled on the parameters' devices (zeros_like alone would be a constant,
+  // folded into the step)
+  std::vector<std::pair<Tensor*, Tensor>> made;
   size_t i = 0;
   for (size_t g = 0; g < groups_.size(); g++)
     for (auto& p : groups_[g].params) {
       ParamState& s = state_[i++];
       if (s.step != 0) continue;
-      zeros.resize(std::max(zeros.size(), static_cast<size_t>(p.numel()) * dtype_size(p.dtype())));
       for (auto& name : state_names(g))
         if (!s.tensors.count(name))
-          made.push_back(s.tensors[name] = from_buffer(zeros.data(), p.shape(), p.dtype()).to(p.device()));
+          made.emplace_back(&s.tensors[name], zeros(p.shape(), {.dtype = p.dtype(), .device = p.device()}));
     }
-  realize(made);  // on the parameters' devices now, not copied there by the first step
+  std::vector<Tensor> values;
+  for (auto& [t, z] : made) values.push_back(z.contiguous());
+  realize(values);  // each shape's zeros once, in one schedule
+  for (size_t k = 0; k < made.size(); k++) *made[k].first = frontend::own_copy(values[k]);
 }
 
 std::map<std::string, Tensor> Optimizer::state_dict() const {
