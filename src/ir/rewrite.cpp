@@ -78,16 +78,35 @@ std::vector<NodeRef> rewrite(const std::vector<NodeRef>& roots, const RuleSet& r
 }
 
 NodeRef substitute(const NodeRef& root, const std::unordered_map<const Node*, NodeRef>& subs) {
+  // post-order over the nodes above the substituted ones (what lies below them is not walked); a
+  // node none of whose sources changed is kept as it is
   std::unordered_map<const Node*, NodeRef> memo;
-  for (auto& n : toposort({root})) {
-    auto it = subs.find(n.get());
-    if (it != subs.end()) {
-      memo[n.get()] = it->second;
+  std::vector<std::pair<const NodeRef*, size_t>> stack{{&root, 0}};
+  while (!stack.empty()) {
+    auto& [n, i] = stack.back();
+    const Node* node = n->get();
+    if (i == 0 && memo.count(node)) {
+      stack.pop_back();
+      continue;
+    }
+    if (auto it = subs.find(node); it != subs.end()) {
+      memo[node] = it->second;
+      stack.pop_back();
+      continue;
+    }
+    if (i < (*n)->src.size()) {
+      const NodeRef* s = &(*n)->src[i++];
+      if (!memo.count(s->get())) stack.push_back({s, 0});
       continue;
     }
     std::vector<NodeRef> ns;
-    for (auto& s : n->src) ns.push_back(memo.at(s.get()));
-    memo[n.get()] = with_src(n, std::move(ns));
+    bool changed = false;
+    for (auto& src : (*n)->src) {
+      ns.push_back(memo.at(src.get()));
+      changed |= ns.back() != src;
+    }
+    memo[node] = changed ? with_src(*n, std::move(ns)) : *n;
+    stack.pop_back();
   }
   return memo.at(root.get());
 }

@@ -6,6 +6,8 @@
 // bytes they move are small next to the FLOPs), and an operand view the library cannot stride (two
 // batch dims that do not merge) is realized as a contiguous copy. Whether the library can run a
 // matmul is asked of the matcher itself, on the matmul alone over stand-in buffers.
+#include <algorithm>
+#include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -70,16 +72,36 @@ bool large_matmul(const NodeRef& n, Operand& a, Operand& b) {
 }
 
 // Whether the library runs matmul m once the nodes in `realized` are buffers: m is scheduled alone
-// over stand-in buffers (ids below zero, never a real buffer's) and matched.
+// over stand-in buffers (ids below zero, never a real buffer's) and matched. The answers are kept
+// by the stand-in graph's structural hash (the same matmul in every layer and step), up to
+// kKeptAnswers of them: a hash shared by another graph could only cost speed (a matmul planned for
+// the library that the generated kernel then runs), never a wrong value. A graph with a computed
+// node in it is not kept (its hash does not say whether the node has been computed since).
 bool library_runs(const NodeRef& m, const std::vector<NodeRef>& realized) {
   std::unordered_map<const Node*, NodeRef> subs;
   int64_t id = -100;
   for (auto& r : realized)
     if (!is_realized(r)) subs[r.get()] = ir::make(Op::BUFFER, r->dtype, r->shape, {}, {id--, r->device});
-  auto ks = make_schedule({ir::substitute(m, subs)}).kernels;
-  if (ks.size() != 1) return false;
-  auto mm = match_matmul(ks[0]);
-  return mm && worth_library_gemm(mm->desc);
+  NodeRef alone = ir::substitute(m, subs);
+  auto order = ir::toposort({alone}, false);
+  bool keep = std::none_of(order.begin(), order.end(),
+                           [](const NodeRef& n) { return n->op != Op::BUFFER && is_realized(n); });
+  constexpr size_t kKeptAnswers = 4096;
+  static std::mutex mu;
+  static std::unordered_map<uint64_t, bool> answers;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    if (auto it = answers.find(alone->hash); keep && it != answers.end()) return it->second;
+  }
+  auto ks = make_schedule({alone}).kernels;
+  std::optional<MatchedMatmul> mm;
+  if (ks.size() == 1) mm = match_matmul(ks[0]);
+  bool runs = mm && worth_library_gemm(mm->desc);
+  if (!keep) return runs;
+  std::lock_guard<std::mutex> l(mu);
+  if (answers.size() >= kKeptAnswers) answers.clear();
+  answers.emplace(alone->hash, runs);
+  return runs;
 }
 
 // A bias added to m (its only user adds a vector broadcast along the rows): the library fuses it.
