@@ -84,7 +84,7 @@ __device__ __forceinline__ void flash_dq(uint16_t* out, const uint16_t* qg, cons
       for (int j = 0; j < BN / 8; j++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-          float p = fast_exp2(s[j][e] * SCALE_LOG2 - lse2[e >> 1]);
+          float p = fast_exp2(fmaf(s[j][e], SCALE_LOG2, -lse2[e >> 1]));
           if (edge) {
             int col = n0 + j * 8 + 2 * t + (e & 1), row = wrow + g + (e >> 1) * 8;
             if (col >= TK || (CAUSAL && col > row)) p = 0.f;
@@ -195,7 +195,7 @@ __device__ __forceinline__ void flash_dkv(uint16_t* out, const uint16_t* qg, con
 #pragma unroll
         for (int e = 0; e < 4; e++) {
           const int c = j * 8 + 2 * t + (e & 1);
-          float p = fast_exp2(s[j][e] * SCALE_LOG2 - sl[c]);
+          float p = fast_exp2(fmaf(s[j][e], SCALE_LOG2, -sl[c]));
           if (edge) {
             int key = wk + g + (e >> 1) * 8;
             if (m0 + c >= TQ || (CAUSAL && key > m0 + c)) p = 0.f;

@@ -166,23 +166,29 @@ __device__ __forceinline__ void flash_forward(uint16_t* out, float* lse, const u
       float s[BN / 8][4];
       mma_frag_tile_t<BN / 16>(s, qf, kt, mi, r8);
       const bool edge = n0 + BN > TK || (CAUSAL && n0 + BN - 1 > wrow);
+      // with a positive scale the row max is taken over the unscaled scores and the scale joins the
+      // exponent's subtraction (one multiply-add a score); a negative one scales first
+      constexpr bool FOLD = SCALE_LOG2 > 0.f;
 #pragma unroll
       for (int j = 0; j < BN / 8; j++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-          float x = s[j][e] * SCALE_LOG2;
+          float x = FOLD ? s[j][e] : s[j][e] * SCALE_LOG2;
           if (edge) {
             int col = n0 + j * 8 + 2 * t + (e & 1), row = wrow + g + (e >> 1) * 8;
             if (col >= TK || (CAUSAL && col > row)) x = -INFINITY;
           }
           s[j][e] = x;
         }
-      // online softmax: rows g (elements 0, 1) and g + 8 (elements 2, 3) of the warp's 16
+      // online softmax: rows g (elements 0, 1) and g + 8 (elements 2, 3) of the warp's 16; mrow is
+      // in the scaled (base 2) domain
+      constexpr float C = FOLD ? SCALE_LOG2 : 1.f;
 #pragma unroll
       for (int r = 0; r < 2; r++) {
-        float mx = mrow[r];
+        float mx = -INFINITY;
 #pragma unroll
         for (int j = 0; j < BN / 8; j++) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
+        mx = fmaxf(mx * C, mrow[r]);
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
         const float base = mx == -INFINITY ? 0.f : mx;
@@ -191,12 +197,13 @@ __device__ __forceinline__ void flash_forward(uint16_t* out, float* lse, const u
         float sum = 0.f;
 #pragma unroll
         for (int j = 0; j < BN / 8; j++) {
-          s[j][2 * r] = fast_exp2(s[j][2 * r] - base);
-          s[j][2 * r + 1] = fast_exp2(s[j][2 * r + 1] - base);
+          s[j][2 * r] = fast_exp2(fmaf(s[j][2 * r], C, -base));
+          s[j][2 * r + 1] = fast_exp2(fmaf(s[j][2 * r + 1], C, -base));
           sum += s[j][2 * r] + s[j][2 * r + 1];
         }
         lrow[r] = lrow[r] * factor + sum;
-        if (STORE_O) {
+        // the output is rescaled only when a row max of the warp moved
+        if (STORE_O && __any_sync(0xffffffffu, factor != 1.f)) {
 #pragma unroll
           for (int j = 0; j < D / 8; j++) {
             o[j][2 * r] *= factor;
