@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 
+#include "kiln/jit.h"
 #include "kiln/nn/gpt.h"
 #include "nn/util.h"
 
@@ -111,6 +113,14 @@ Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, const Gener
   };
   const Tensor pad_t = on_device(pad, {B}, dev);
   std::vector<KVCache> caches;  // filled by the first step (the prompt), then one column per step
+  // The one-token step with the cache, captured once two of its calls record the same step (its
+  // second call) and replayed after that: the same launches (on CUDA one graph) each token, with no
+  // graph to build or schedule. Not with dropout at work: its random draws differ from call to call.
+  std::optional<Jit> decode;
+  if (!(is_training() && config_.dropout > 0))
+    decode.emplace([&](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{window_logits(in[0], pad_t, in[1], &caches)};
+    });
   std::vector<bool> done(static_cast<size_t>(B), false);
   int64_t steps = 0;
   for (; steps < max_new_tokens; steps++) {
@@ -119,7 +129,8 @@ Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, const Gener
     Tensor logits;
     std::vector<Tensor> outs;
     if (o.use_cache && T <= L && !caches.empty()) {  // one token at column T - 1
-      logits = window_logits(window(1), pad_t, on_device({T - 1}, {1}, dev), &caches);
+      Tensor token = window(1), col = on_device({T - 1}, {1}, dev);
+      logits = decode ? (*decode)({token, col})[0] : window_logits(token, pad_t, col, &caches);
     } else if (o.use_cache && T <= L) {  // the prompt fills columns [0, T)
       int64_t H = config_.n_head, D = config_.n_embd / H;
       for (size_t i = 0; i < h->size(); i++) {

@@ -75,6 +75,23 @@ TEST(GptGenerate, CacheMatchesFullForward) {
   }
 }
 
+// Each one-token step after the prompt is a captured step replayed (kiln::Jit): recorded at its
+// first and second calls, replayed from the third; with dropout at work in training mode it is not.
+TEST(GptGenerate, DecodeStepsReplayACapturedStep) {
+  nn::GPT g = model();
+  const int64_t before = stats().jit_replays;
+  Recorded r = run(g, tokens(2, 6, 3), 12, {.top_k = 1});
+  EXPECT_EQ(stats().jit_replays - before, 12 - 1 - 2);  // the prompt's step, then two recorded
+  nn::GPTConfig with_dropout = small();
+  with_dropout.dropout = 0.1;
+  nn::GPT d(with_dropout);
+  d->train();
+  const int64_t before_d = stats().jit_replays;
+  Tensor out = d->generate(tokens(1, 4, 5), 6, {.top_k = 1});
+  EXPECT_EQ(out.shape(), (Shape{1, 10}));
+  EXPECT_EQ(stats().jit_replays, before_d);
+}
+
 // The recompute path (use_cache = false, one forward over the context per step, as generate did
 // before the cache) draws the same greedy tokens with the same logits, also past block_size where
 // the window slides; and those steps are forward passes over the last block_size tokens.
