@@ -63,7 +63,8 @@ class GPTImpl : public Module {
   // Each token sees the last block_size tokens of its row (as forward on them would). With the
   // cache (options.use_cache), a forward over the prompt (compiled once per prompt length) fills
   // a cache of block_size columns per layer, then each step runs one token through the model at
-  // tensor-valued positions: the same kernels every step. Once a row's context passes block_size
+  // tensor-valued positions: the same kernels every step, replayed as one captured step (kiln::Jit)
+  // from the third token on unless dropout is at work. Once a row's context passes block_size
   // the window slides: each later step recomputes the whole (B, block_size) window (one more set
   // of kernels, then fixed). Runs under NoGradGuard and realizes each step; the mode (train/eval)
   // is the caller's. Sampling, stop tokens, padded prompts and streaming: GenerateOptions.
