@@ -1,5 +1,6 @@
 # Test of `kiln train` then `kiln sample`: writes a small text, trains 20 steps (and 3 under bf16
-# autocast), samples 50 characters and checks that exactly 50 were printed. Run with -DKILN=<kiln executable> -DWORK=<scratch dir>.
+# autocast, and 60 on the text as an llm.c token shard from `kiln tokenize`, whose loss must fall),
+# samples 50 characters and checks that exactly 50 were printed. Run with -DKILN=<kiln executable> -DWORK=<scratch dir>.
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 set(text "")
@@ -28,6 +29,30 @@ if(NOT n EQUAL 51)  # 50 characters and the final newline
   message(FATAL_ERROR "kiln sample printed ${n} characters, expected 51: '${out}'")
 endif()
 message(STATUS "sample: ${out}")
+# the same text as an llm.c token shard: `kiln tokenize`, then `kiln train --tokens`; its loss falls
+# and the model samples with the vocabulary that came beside the shard
+execute_process(COMMAND ${KILN} tokenize --text ${WORK}/input.txt --out ${WORK}/tokens RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT EXISTS ${WORK}/tokens/train.bin OR NOT EXISTS ${WORK}/tokens/vocab.txt)
+  message(FATAL_ERROR "kiln tokenize failed (${rc})")
+endif()
+execute_process(COMMAND ${KILN} train --tokens ${WORK}/tokens/train.bin --steps 60 --out ${WORK}/model_tokens
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "kiln train --tokens failed (${rc}): ${out}")
+endif()
+string(REGEX MATCH "step +1  loss ([0-9.]+)" first "${out}")
+set(first_loss ${CMAKE_MATCH_1})
+string(REGEX MATCH "final loss ([0-9.]+)" last "${out}")
+set(last_loss ${CMAKE_MATCH_1})
+if(NOT first_loss OR NOT last_loss OR NOT last_loss LESS first_loss)
+  message(FATAL_ERROR "kiln train --tokens: the loss did not fall (${first_loss} -> ${last_loss}): ${out}")
+endif()
+message(STATUS "token shard training: loss ${first_loss} -> ${last_loss}")
+execute_process(COMMAND ${KILN} sample --model ${WORK}/model_tokens --tokens 20 --seed 1
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "kiln sample from the token-shard model failed (${rc})")
+endif()
 # a prompt character the text never had: one line naming it and its code point in hex
 execute_process(COMMAND ${KILN} sample --model ${WORK}/model --tokens 5 --prompt "the 日"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)

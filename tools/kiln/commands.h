@@ -7,5 +7,6 @@ namespace kiln::cli {
 int info(int argc, char** argv);
 int train(int argc, char** argv);
 int sample(int argc, char** argv);
+int tokenize(int argc, char** argv);
 
 }  // namespace kiln::cli
