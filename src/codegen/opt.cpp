@@ -2,6 +2,7 @@
 #include "codegen/opt.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -227,6 +228,24 @@ bool unit_stride(const std::vector<NodeRef>& roots, const NodeRef& r, Op op) {
   return true;
 }
 
+namespace {
+
+// The largest lane count of `choices` that divides n, or 0.
+int64_t lanes_for(int64_t n, std::initializer_list<int64_t> choices) {
+  for (int64_t k : choices)
+    if (n % k == 0 && n >= k) return k;
+  return 0;
+}
+
+bool reduce_moves_with(const std::vector<NodeRef>& reduces, const NodeRef& r) {
+  for (auto& red : reduces)
+    for (auto& x : ir::toposort({red->src[0]}))
+      if (x == r) return true;
+  return false;
+}
+
+}  // namespace
+
 NodeRef upcast_reduce_output(const NodeRef& ast, std::vector<std::string>& log) {
   std::vector<NodeRef> reduces;
   for (auto& n : ir::toposort({ast}))
@@ -234,14 +253,13 @@ NodeRef upcast_reduce_output(const NodeRef& ast, std::vector<std::string>& log) 
   auto g = ranges_of(ast, ir::kGlobalRange);
   if (reduces.empty() || g.empty() || !ranges_of(ast, ir::kUpcastRange).empty()) return ast;
   const NodeRef& last = g.back();
-  int64_t n = last->arg[1], k = n % 8 == 0 ? 8 : n % 4 == 0 ? 4 : 0;
-  if (k == 0 || n == k) return ast;
+  // 32 lanes are two 16-float vectors: with 16 rows, 32 vector accumulators, what a 32-register
+  // AVX-512 file holds (fewer lanes left the FMA units waiting on loads; measured in bench/RESULTS.md)
+  int64_t n = last->arg[1], k = lanes_for(n, {kTileCols, 16, 8, 4});
+  if (k == 0) return ast;
   // worth it when the lanes read consecutive elements inside the reduce and store consecutively
   if (!unit_stride(reduces, last, Op::LOAD) || !unit_stride({ast}, last, Op::STORE)) return ast;
-  bool moves = false;
-  for (auto& red : reduces)
-    for (auto& x : ir::toposort({red->src[0]})) moves |= x == last;
-  if (!moves) return ast;
+  if (!reduce_moves_with(reduces, last)) return ast;
   int64_t uid = 1000;
   for (auto& x : ir::toposort({ast}))
     if (x->op == Op::RANGE) uid = std::max(uid, x->arg[0] + 1);
@@ -250,14 +268,12 @@ NodeRef upcast_reduce_output(const NodeRef& ast, std::vector<std::string>& log) 
   log.push_back("UPCAST " + std::to_string(k));
   std::unordered_map<const Node*, NodeRef> subs{{last.get(), outer * k + lane}};
   // a second lane over the next output loop (rows of a matmul or convolution) when the reduce moves
-  // with it: a (k2 x k) tile, whose lanes share each other's loads
+  // with it: a (k2 x k) tile, whose lanes share each other's loads (each row's operand is loaded once
+  // for the k lanes, each column's vector once for the k2 rows)
   if (g.size() >= 2) {
     const NodeRef& prev = g[g.size() - 2];
-    int64_t m = prev->arg[1], k2 = m % 4 == 0 ? 4 : 0;
-    bool moves2 = false;
-    for (auto& red : reduces)
-      for (auto& x : ir::toposort({red->src[0]})) moves2 |= x == prev;
-    if (k2 && m > k2 && moves2) {
+    int64_t m = prev->arg[1], k2 = lanes_for(m, {kTileRows, 8, 4});
+    if (k2 && reduce_moves_with(reduces, prev)) {
       NodeRef outer2 = ir::range_of_kind(prev->arg[0], m / k2, ir::kGlobalRange);
       NodeRef lane2 = ir::range_of_kind(uid, k2, ir::kUpcastRange);
       subs[prev.get()] = outer2 * k2 + lane2;

@@ -34,6 +34,9 @@ ir::NodeRef merge_reduces(const ir::NodeRef& ast, std::vector<std::string>& log)
 // Register tiling for reduces: the innermost output loop is split into (n/k, k) and the k lanes
 // become an upcast loop inside the reduce loops, each lane with its own accumulator, so the
 // reduce's loads are shared and the lanes vectorize (matmul, convolution).
+// The tile is up to kTileRows x kTileCols (the largest of 32, 16, 8, 4 columns and 16, 8, 4 rows
+// that divide the loops); CPU only.
+constexpr int64_t kTileRows = 16, kTileCols = 32;
 ir::NodeRef upcast_reduce_output(const ir::NodeRef& ast, std::vector<std::string>& log);
 // Long float sums accumulate in chunks: a sum over more than 2 * kSumChunk elements becomes a sum
 // of per-chunk sums (each about kSumChunk long), so rounding error grows with about

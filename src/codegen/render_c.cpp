@@ -185,8 +185,9 @@ class CRenderer : public RendererBase {
     names_[static_cast<size_t>(i)] = n;
     std::string lo = in.arg[3] ? "start" : "0", hi = in.arg[3] ? "end" : std::to_string(in.arg[1]);
     if (in.arg[2] == ir::kUpcastRange)  // independent lanes: vectorize the innermost, unroll outer ones
-      out(i + 1 < static_cast<int>(p_.insts.size()) && inner_range(i) ? "#pragma GCC unroll 8"
-                                                                      : "#pragma omp simd");
+      out(i + 1 < static_cast<int>(p_.insts.size()) && inner_range(i)
+              ? "#pragma GCC unroll " + std::to_string(in.arg[1])
+              : "#pragma omp simd");
     if (in.arg[2] == ir::kReduceRange && in.arg.size() > 4 && in.arg[4]) {
       std::string red = simd_reduction(i);
       if (!red.empty()) out("#pragma omp simd" + red);
