@@ -39,7 +39,8 @@ int main() {
 
   std::vector<float> ha(N * N), hb(N * N), hc(N * N);
   std::vector<std::vector<float>> pack(static_cast<size_t>(threads), std::vector<float>(256 * N));
-  for (size_t i = 0; i < ha.size(); i++) ha[i] = static_cast<float>(i % 7) - 3, hb[i] = static_cast<float>(i % 5) - 2;
+  for (size_t i = 0; i < ha.size(); i++)
+    ha[i] = static_cast<float>(i % 7) - 3, hb[i] = static_cast<float>(i % 5) - 2;
   int64_t chunk = (N + threads - 1) / threads;
   double ms = bench::median_ms(
       [&] {

@@ -24,7 +24,8 @@ void matmul_plain(const float* restrict a, const float* restrict b, float* restr
   for (int64_t p0 = 0; p0 < k; p0 += KC) {
     int64_t kc = k - p0 < KC ? k - p0 : KC;
     for (int64_t j0 = 0; j0 < n; j0 += NR)
-      for (int64_t p = 0; p < kc; p++) memcpy(pack + j0 * kc + p * NR, b + (p0 + p) * n + j0, NR * sizeof(float));
+      for (int64_t p = 0; p < kc; p++)
+        memcpy(pack + j0 * kc + p * NR, b + (p0 + p) * n + j0, NR * sizeof(float));
     for (int64_t i0 = row_start; i0 < row_end; i0 += MR) {
       int64_t rows = row_end - i0 < MR ? row_end - i0 : MR;
       float abuf[MR * KC];

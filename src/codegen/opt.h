@@ -38,6 +38,10 @@ ir::NodeRef merge_reduces(const ir::NodeRef& ast, std::vector<std::string>& log)
 // that divide the loops); CPU only.
 constexpr int64_t kTileRows = 16, kTileCols = 32;
 ir::NodeRef upcast_reduce_output(const ir::NodeRef& ast, std::vector<std::string>& log);
+// The CPU's threads split a kernel's outermost output loop; while it has fewer than
+// kStepsPerThread steps a thread, it is merged with the next output loop (thread_loops.cpp).
+constexpr int64_t kStepsPerThread = 4;
+ir::NodeRef thread_outer_loops(const ir::NodeRef& ast, int threads, std::vector<std::string>& log);
 // Long float sums accumulate in chunks: a sum over more than 2 * kSumChunk elements becomes a sum
 // of per-chunk sums (each about kSumChunk long), so rounding error grows with about
 // log(N) / log(kSumChunk) chunk levels of about kSumChunk additions each instead of N. Runs after
