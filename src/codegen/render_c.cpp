@@ -180,6 +180,7 @@ class CRenderer : public RendererBase {
     const Inst& in = p_.insts[static_cast<size_t>(i)];
     const char* prefix = in.arg[2] == ir::kUpcastRange   ? "uidx"
                          : in.arg[2] == ir::kReduceRange ? "ridx"
+                         : in.arg[2] == ir::kPackRange   ? "pidx"
                                                          : "gidx";
     std::string n = prefix + std::to_string(in.arg[0]);
     names_[static_cast<size_t>(i)] = n;

@@ -26,6 +26,7 @@ struct Launch {
   int64_t outer_size = 1;    // the program's outer loop, [0, outer_size)
   bool parallel = false;     // CPU: split the outer loop over the thread pool
   size_t nargs = 0;          // the program's parameters (one buffer each)
+  int64_t scratch_bytes = 0;  // CPU: a per-thread scratch the launcher passes after the nargs buffers
   codegen::CudaLaunch cuda;  // CUDA: how the kernel maps onto threads
   // A matmul the backend's GEMM library runs instead of the program (which stays the fallback); its
   // operands are args[nouts + input index]. The match is shared by every launch of the kernel; tf32
