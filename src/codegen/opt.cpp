@@ -255,7 +255,7 @@ NodeRef upcast_reduce_output(const NodeRef& ast, std::vector<std::string>& log) 
   const NodeRef& last = g.back();
   // 32 lanes are two 16-float vectors: with 16 rows, 32 vector accumulators, what a 32-register
   // AVX-512 file holds (fewer lanes left the FMA units waiting on loads; measured in bench/RESULTS.md)
-  int64_t n = last->arg[1], k = lanes_for(n, {kTileCols, 16, 8, 4});
+  int64_t n = last->arg[1], k = lanes_for(n, {kTileCols, 16, 8, kMinTileCols});
   if (k == 0) return ast;
   // worth it when the lanes read consecutive elements inside the reduce and store consecutively
   if (!unit_stride(reduces, last, Op::LOAD) || !unit_stride({ast}, last, Op::STORE)) return ast;

@@ -48,7 +48,7 @@ Packed pack_operand(const ir::NodeRef& ast, std::vector<std::string>& log);
 // reduce's loads are shared and the lanes vectorize (matmul, convolution).
 // The tile is up to kTileRows x kTileCols (the largest of 32, 16, 8, 4 columns and 16, 8, 4 rows
 // that divide the loops); CPU only.
-constexpr int64_t kTileRows = 16, kTileCols = 32;
+constexpr int64_t kTileRows = 16, kTileCols = 32, kMinTileCols = 4;
 ir::NodeRef upcast_reduce_output(const ir::NodeRef& ast, std::vector<std::string>& log);
 // The CPU's threads split a kernel's outermost output loop; while it has fewer than
 // kStepsPerThread steps a thread, it is merged with the next output loop (thread_loops.cpp).

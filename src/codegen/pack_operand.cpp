@@ -52,8 +52,10 @@ Packed pack_operand(const NodeRef& ast, std::vector<std::string>& log) {
     if (n->op == Op::REDUCE) reduces.push_back(n);
   }
   std::sort(g.begin(), g.end(), [](auto& a, auto& b) { return a->arg[0] < b->arg[0]; });
-  if (g.size() < 2 || reduces.size() != 1 || reduces[0]->arg[0] != static_cast<int64_t>(Op::ADD)) return {ast};
+  if (g.size() < 2 || reduces.size() != 1 || reduces[0]->arg[0] != static_cast<int64_t>(Op::ADD))
+    return {ast};
   const NodeRef &red = reduces[0], &n = g.back();
+  if (n->arg[1] % kMinTileCols != 0) return {ast};  // no register tile would read the copy
   std::set<const Node*> written, red_ranges;
   for (auto& x : order)
     if (x->op == Op::STORE) written.insert(x->src[0].get());
@@ -98,7 +100,7 @@ Packed pack_operand(const NodeRef& ast, std::vector<std::string>& log) {
   std::unordered_map<const Node*, NodeRef> to_pack;
   auto pack_range = [&](int64_t size) { return ir::range_of_kind(next_id++, size, ir::kPackRange); };
   for (size_t i = 0; i + 2 < packed.size(); i++) to_pack[packed[i].get()] = pack_range(packed[i]->arg[1]);
-  const NodeRef &k = packed[packed.size() - 2];
+  const NodeRef& k = packed[packed.size() - 2];
   int64_t nk = k->arg[1], nn = n->arg[1], b = nk % kPackBlock == 0 && nn % kPackBlock == 0 ? kPackBlock : 1;
   NodeRef ko = pack_range(nk / b), no = pack_range(nn / b), ki = pack_range(b), ni = pack_range(b);
   to_pack[k.get()] = ko * b + ki;
@@ -107,7 +109,8 @@ Packed pack_operand(const NodeRef& ast, std::vector<std::string>& log) {
     at = at * r->arg[1] + r;
     pat = pat * r->arg[1] + to_pack.at(r.get());
   }
-  NodeRef fill = ir::make(Op::STORE, load->dtype, {}, {scratch, ir::simplify(pat), ir::substitute(load, to_pack)});
+  NodeRef fill =
+      ir::make(Op::STORE, load->dtype, {}, {scratch, ir::simplify(pat), ir::substitute(load, to_pack)});
   NodeRef use = ir::make(Op::LOAD, load->dtype, {}, {scratch, ir::simplify(at)});
   NodeRef body = ir::substitute(ast, {{load.get(), use}});
   std::vector<NodeRef> src = body->src;
