@@ -37,6 +37,15 @@ int main() {
   report("bmm_128x8x128x32x128_f32", "kiln", bench::median_ms([&] { matmul(q, kt).realize(); }, 7, 2),
          2.0 * 128 * 128 * 128 * 32);
 
+  // a linear layer's forward as C5 has it (x @ w.T + b, then gelu), and a long reduce
+  Tensor x = randn({2048, 256}).realize(), w = randn({1024, 256}).realize(), bias = randn({1024}).realize();
+  report("linear_2048x256x1024_gelu_f32", "kiln",
+         bench::median_ms([&] { (matmul(x, w.transpose(0, 1)) + bias).gelu(true).realize(); }, 7, 2),
+         2.0 * 2048 * 256 * 1024);
+  Tensor al = randn({256, 16384}).realize(), bl = randn({16384, 256}).realize();
+  report("matmul_256x16384x256_f32", "kiln", bench::median_ms([&] { matmul(al, bl).realize(); }, 7, 2),
+         2.0 * 256 * 16384 * 256);
+
   std::vector<float> ha(N * N), hb(N * N), hc(N * N);
   std::vector<std::vector<float>> pack(static_cast<size_t>(threads), std::vector<float>(256 * N));
   for (size_t i = 0; i < ha.size(); i++)

@@ -237,6 +237,12 @@ int64_t lanes_for(int64_t n, std::initializer_list<int64_t> choices) {
   return 0;
 }
 
+bool moves_with(const NodeRef& n, const NodeRef& r) {
+  for (auto& x : ir::toposort({n}))
+    if (x == r) return true;
+  return false;
+}
+
 bool reduce_moves_with(const std::vector<NodeRef>& reduces, const NodeRef& r) {
   for (auto& red : reduces)
     for (auto& x : ir::toposort({red->src[0]}))
@@ -267,11 +273,25 @@ NodeRef upcast_reduce_output(const NodeRef& ast, std::vector<std::string>& log) 
   NodeRef lane = ir::range_of_kind(uid + 1, k, ir::kUpcastRange);
   log.push_back("UPCAST " + std::to_string(k));
   std::unordered_map<const Node*, NodeRef> subs{{last.get(), outer * k + lane}};
-  // a second lane over the next output loop (rows of a matmul or convolution) when the reduce moves
-  // with it: a (k2 x k) tile, whose lanes share each other's loads (each row's operand is loaded once
-  // for the k lanes, each column's vector once for the k2 rows)
+  // a second lane over another output loop (rows of a matmul or convolution) that the reduce moves
+  // with: a (k2 x k) tile, whose lanes share each other's loads (each row's operand is loaded once
+  // for the k lanes, each column's vector once for the k2 rows). The innermost loop that no load
+  // moving with the columns moves with (the rows, not a split part of the columns), else the next.
   if (g.size() >= 2) {
-    const NodeRef& prev = g[g.size() - 2];
+    std::vector<NodeRef> column_loads;
+    for (auto& x : ir::toposort(reduces))
+      if (x->op == Op::LOAD && moves_with(x, last)) column_loads.push_back(x);
+    auto shares_loads = [&](const NodeRef& r) {
+      return std::any_of(column_loads.begin(), column_loads.end(),
+                         [&](const NodeRef& l) { return moves_with(l, r); });
+    };
+    NodeRef prev = g[g.size() - 2];
+    for (size_t i = g.size() - 1; i-- > 0;)
+      if (reduce_moves_with(reduces, g[i]) && lanes_for(g[i]->arg[1], {kTileRows, 8, 4}) &&
+          !shares_loads(g[i])) {
+        prev = g[i];
+        break;
+      }
     int64_t m = prev->arg[1], k2 = lanes_for(m, {kTileRows, 8, 4});
     if (k2 && reduce_moves_with(reduces, prev)) {
       NodeRef outer2 = ir::range_of_kind(prev->arg[0], m / k2, ir::kGlobalRange);

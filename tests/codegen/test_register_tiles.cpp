@@ -86,3 +86,16 @@ TEST(RegisterTiles, LinearGradientsMatchTheReference) {
   EXPECT_TRUE(expect_matches_reference(g[0], 1e-5, 1e-5));
   EXPECT_TRUE(expect_matches_reference(g[1], 1e-5, 1e-5));
 }
+
+// Columns read as two loops (heads merged back into a row: c / 8, c % 8): the tile's rows are the
+// output's rows, not the heads (whose lanes would each load their own columns), so each loaded
+// column vector serves 16 rows.
+TEST(RegisterTiles, RowsOfTheTileAreTheOutputRowsNotSplitColumns) {
+  Tensor att = rand({2, 4, 16, 8}, 19), dy = rand({32, 48}, 20);
+  Tensor merged = att.transpose(1, 2).reshape({32, 32});
+  Tensor dw = dy.transpose(0, 1).matmul(merged);
+  std::string opts = opts_of(lower_last(dw));
+  EXPECT_NE(opts.find("SPLIT 4x8"), std::string::npos) << opts;
+  EXPECT_NE(opts.find("UPCAST 8 UPCAST 16"), std::string::npos) << opts;
+  EXPECT_TRUE(expect_matches_reference(dw, 1e-5, 1e-5));
+}
