@@ -285,15 +285,26 @@ NodeRef upcast_reduce_output(const NodeRef& ast, std::vector<std::string>& log) 
       return std::any_of(column_loads.begin(), column_loads.end(),
                          [&](const NodeRef& l) { return moves_with(l, r); });
     };
+    // a loop a scratch is filled in (PACK) stays a loop: the scratch holds one step's copy
+    std::vector<NodeRef> fills;
+    for (auto& st : ast->src)
+      for (auto& x : ir::toposort({st}))
+        if (x->op == Op::RANGE && x->arg[2] == ir::kPackRange) {
+          fills.push_back(st);
+          break;
+        }
+    auto fills_in = [&](const NodeRef& r) {
+      return std::any_of(fills.begin(), fills.end(), [&](const NodeRef& st) { return moves_with(st, r); });
+    };
     NodeRef prev = g[g.size() - 2];
     for (size_t i = g.size() - 1; i-- > 0;)
       if (reduce_moves_with(reduces, g[i]) && lanes_for(g[i]->arg[1], {kTileRows, 8, 4}) &&
-          !shares_loads(g[i])) {
+          !shares_loads(g[i]) && !fills_in(g[i])) {
         prev = g[i];
         break;
       }
     int64_t m = prev->arg[1], k2 = lanes_for(m, {kTileRows, 8, 4});
-    if (k2 && reduce_moves_with(reduces, prev)) {
+    if (k2 && reduce_moves_with(reduces, prev) && !fills_in(prev)) {
       NodeRef outer2 = ir::range_of_kind(prev->arg[0], m / k2, ir::kGlobalRange);
       NodeRef lane2 = ir::range_of_kind(uid, k2, ir::kUpcastRange);
       subs[prev.get()] = outer2 * k2 + lane2;

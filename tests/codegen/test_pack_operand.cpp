@@ -113,3 +113,14 @@ TEST(PackOperand, RandomShapesMatchTheReference) {
         << "batch " << b << " " << m << "x" << k << "x" << n << (ta ? " a.T" : "") << (tb ? " b.T" : "");
   }
 }
+
+// A scratch filled inside the heads loop holds one head's copy: the heads stay a loop, not the
+// tile's rows, also where the rows (29) take no tile (this threw "range used outside its loop").
+TEST(PackOperand, TheLoopAScratchIsFilledInStaysALoop) {
+  Tensor q = rand({4, 29, 8}, 21), k = rand({4, 32, 8}, 22);
+  Tensor s = q.matmul(k.transpose(1, 2));
+  std::string opts = opts_of(lower_last(s));
+  EXPECT_NE(opts.find("PACK 8x32"), std::string::npos) << opts;
+  EXPECT_EQ(opts.find("UPCAST 4"), std::string::npos) << opts;
+  EXPECT_TRUE(expect_matches_reference(s, 1e-5, 1e-5));
+}
