@@ -6,6 +6,7 @@
 #include "codegen/passes.h"
 #include "helpers.h"
 #include "ir/graph_rewrite.h"
+#include "runtime/thread_pool.h"
 #include "schedule/schedule.h"
 
 using namespace kiln;
@@ -60,4 +61,20 @@ TEST(ThreadLoops, RowReducesKeepTheirRowLoop) {
   EXPECT_FALSE(has_opt(low, "THREAD_LOOPS")) << low.program.name;
   EXPECT_EQ(low.program.outer_size, 6);
   EXPECT_TRUE(expect_matches_reference(y, 1e-6, 1e-6));
+}
+
+// Odd sizes and broadcast batches, run on the CPU backend's threads: merged where the batch is short.
+TEST(ThreadLoops, OddShapesOnTheBackendsThreadsMatchTheReference) {
+  Tensor a = random_tensor({3, 7, 13}, DType::F32, -1, 1, 7),
+         b = random_tensor({3, 13, 5}, DType::F32, -1, 1, 8);
+  Tensor c = a.matmul(b);
+  if (runtime::num_threads() >= 2)
+    EXPECT_NE(kiln::testing::kernel_opts(c).find("THREAD_LOOPS 3x7"), std::string::npos);
+  EXPECT_TRUE(expect_matches_reference(c, 1e-5, 1e-5));
+  Tensor d = random_tensor({2, 1, 1, 1}, DType::F32, -1, 1, 9)
+                 .matmul(random_tensor({1, 3, 1, 1}, DType::F32, -1, 1, 10));
+  EXPECT_TRUE(expect_matches_reference(d, 1e-6, 1e-6));
+  Tensor e = random_tensor({1, 2, 65, 33}, DType::F32, -1, 1, 11)
+                 .matmul(random_tensor({2, 1, 33, 129}, DType::F32, -1, 1, 12));
+  EXPECT_TRUE(expect_matches_reference(e, 1e-5, 1e-5));
 }
