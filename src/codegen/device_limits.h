@@ -13,6 +13,7 @@ struct DeviceLimits {
   int vector_bytes = 16;                 // the widest load or store one thread makes
   int cores = 1;                         // multiprocessors of a GPU, worker threads of the CPU
   int64_t l2_bytes = 0;                  // last-level cache, where known
+  bool scratch = false;                  // the launcher gives each thread a kernel's scratch (CPU: PACK)
   // Memory one core of a tile program may have for its CBs (src/tile): a GPU block's shared memory
   // (opt-in limit); the CPU holds tile programs to an H100's (227 KB), so that one that runs there
   // runs on the GPU too; 0 where tile programs do not run.

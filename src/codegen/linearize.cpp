@@ -46,33 +46,51 @@ class Linearizer {
     }
     std::sort(lanes_.begin(), lanes_.end(), [](auto& a, auto& b) { return a->arg[0] < b->arg[0]; });
     std::sort(globals.begin(), globals.end(), [](auto& a, auto& b) { return a->arg[0] < b->arg[0]; });
+    // a scratch's fill (PACK) is made inside the output loops it moves with, a prefix of them
+    std::vector<std::pair<size_t, NodeRef>> packs;
+    for (auto& st : ast->src) {
+      if (!fills_scratch(st)) {
+        outputs_.push_back(st);
+        continue;
+      }
+      size_t p = 0;
+      while (p < globals.size() && deps_[st.get()].count(globals[p]->arg[0])) p++;
+      for (size_t j = p; j < globals.size(); j++)
+        if (deps_[st.get()].count(globals[j]->arg[0]))
+          throw Error("kiln.linearize: a scratch fill moves with output loops that are not the outermost");
+      packs.push_back({p, st});
+    }
     for (auto& n : order_)
       if (n->op == Op::DEFINE_GLOBAL) emit(n);
     double trips = 1;
     for (size_t i = 0; i < globals.size(); i++) {
       const NodeRef& g = globals[i];
+      trips_ = trips;
+      for (auto& [p, st] : packs)
+        if (p == i) emit_fill(st);
       // what the inner output loops do not move is computed before they open: a row's reduces in a
       // kernel that broadcasts them back over the row run once per row (see fusion's row_reduce)
       if (i > 0 && lanes_.empty()) {
         std::set<int64_t> inner;
         for (size_t j = i; j < globals.size(); j++) inner.insert(globals[j]->arg[0]);
-        trips_ = trips;
-        for (auto& st : ast->src) hoist(st, inner);
+        for (auto& st : outputs_) hoist(st, inner);
       }
       memo_[g.get()] = add({Op::RANGE, DType::I64, {}, {g->arg[0], g->arg[1], 0, i == 0}});
       if (i == 0) p_.outer_size = g->arg[1];
       trips *= static_cast<double>(g->arg[1]);
     }
     trips_ = trips;
+    for (auto& [p, st] : packs)  // moves with every output loop left (the others became lanes)
+      if (p == globals.size()) emit_fill(st);
     if (!lanes_.empty()) {
       // reduces first, each with its lanes inside its loops; then the stores, over the lanes
       for (auto& n : order_)
         if (n->op == Op::REDUCE && !inside_another_reduce(n)) emit(n);
-      open_lanes(ast->src);
-      for (auto& st : ast->src) emit(st);
+      open_lanes(outputs_);
+      for (auto& st : outputs_) emit(st);
       close_lanes();
     } else {
-      for (auto& st : ast->src) emit(st);
+      for (auto& st : outputs_) emit(st);
     }
     for (size_t i = 0; i < globals.size(); i++) add({Op::ENDRANGE, DType::I64, {}, {}});
     return std::move(p_);
@@ -83,6 +101,34 @@ class Linearizer {
     if (ir::is_elementwise(in.op)) p_.flops += trips_;
     p_.insts.push_back(std::move(in));
     return static_cast<int>(p_.insts.size()) - 1;
+  }
+
+  // Whether a store fills a kernel's scratch (under loops of kind kPackRange) rather than an output.
+  bool fills_scratch(const NodeRef& st) {
+    return std::any_of(order_.begin(), order_.end(), [&](const NodeRef& n) {
+      return n->op == Op::RANGE && n->arg[2] == ir::kPackRange && deps_[st.get()].count(n->arg[0]);
+    });
+  }
+
+  // Emits a scratch fill in its own loop nest (its loops in id order), before the loops that read it.
+  void emit_fill(const NodeRef& st) {
+    std::vector<NodeRef> loops;
+    for (auto& n : order_)
+      if (n->op == Op::RANGE && n->arg[2] == ir::kPackRange && deps_[st.get()].count(n->arg[0]))
+        loops.push_back(n);
+    std::sort(loops.begin(), loops.end(), [](auto& a, auto& b) { return a->arg[0] < b->arg[0]; });
+    double outer_trips = trips_;
+    scopes_.emplace_back();
+    for (auto& r : loops) {
+      memo_[r.get()] = add({Op::RANGE, DType::I64, {}, {r->arg[0], r->arg[1], ir::kPackRange, 0, 0}});
+      scopes_.back().push_back(r.get());
+      trips_ *= static_cast<double>(r->arg[1]);
+    }
+    emit(st);
+    for (size_t i = 0; i < loops.size(); i++) add({Op::ENDRANGE, DType::I64, {}, {}});
+    for (auto* n : scopes_.back()) memo_.erase(n);
+    scopes_.pop_back();
+    trips_ = outer_trips;
   }
 
   // Opens the lane loops (outer lane first); before each, computes what the inner lanes do not move.
@@ -295,7 +341,8 @@ class Linearizer {
   std::vector<std::vector<const Node*>> scopes_;
   Program p_;
   double trips_ = 1;
-  std::vector<NodeRef> lanes_;  // the upcast ranges, outer first
+  std::vector<NodeRef> lanes_;    // the upcast ranges, outer first
+  std::vector<NodeRef> outputs_;  // the stores to outputs (not to a scratch)
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "codegen/opt.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -204,11 +205,11 @@ NodeRef renumber_ranges(const NodeRef& ast) {
   std::unordered_map<const Node*, NodeRef> subs;
   int64_t id = 0;
   auto kind = [](const NodeRef& r) { return static_cast<ir::RangeKind>(r->arg[2]); };
-  for (int64_t k : {ir::kGlobalRange, ir::kReduceRange, ir::kUpcastRange})
+  for (int64_t k : {ir::kGlobalRange, ir::kReduceRange, ir::kUpcastRange, ir::kPackRange})
     for (auto& r : ranges_of(ast, k)) subs[r.get()] = ir::range_of_kind(1000000 + id++, r->arg[1], kind(r));
   NodeRef tmp = ir::substitute(ast, subs);
   subs.clear();
-  for (int64_t k : {ir::kGlobalRange, ir::kReduceRange, ir::kUpcastRange})
+  for (int64_t k : {ir::kGlobalRange, ir::kReduceRange, ir::kUpcastRange, ir::kPackRange})
     for (auto& r : ranges_of(tmp, k))
       subs[r.get()] = ir::range_of_kind(r->arg[0] - 1000000, r->arg[1], kind(r));
   return ir::substitute(tmp, subs);
@@ -227,6 +228,30 @@ bool unit_stride(const std::vector<NodeRef>& roots, const NodeRef& r, Op op) {
   return true;
 }
 
+namespace {
+
+// The largest lane count of `choices` that divides n, or 0.
+int64_t lanes_for(int64_t n, std::initializer_list<int64_t> choices) {
+  for (int64_t k : choices)
+    if (n % k == 0 && n >= k) return k;
+  return 0;
+}
+
+bool moves_with(const NodeRef& n, const NodeRef& r) {
+  for (auto& x : ir::toposort({n}))
+    if (x == r) return true;
+  return false;
+}
+
+bool reduce_moves_with(const std::vector<NodeRef>& reduces, const NodeRef& r) {
+  for (auto& red : reduces)
+    for (auto& x : ir::toposort({red->src[0]}))
+      if (x == r) return true;
+  return false;
+}
+
+}  // namespace
+
 NodeRef upcast_reduce_output(const NodeRef& ast, std::vector<std::string>& log) {
   std::vector<NodeRef> reduces;
   for (auto& n : ir::toposort({ast}))
@@ -234,14 +259,13 @@ NodeRef upcast_reduce_output(const NodeRef& ast, std::vector<std::string>& log) 
   auto g = ranges_of(ast, ir::kGlobalRange);
   if (reduces.empty() || g.empty() || !ranges_of(ast, ir::kUpcastRange).empty()) return ast;
   const NodeRef& last = g.back();
-  int64_t n = last->arg[1], k = n % 8 == 0 ? 8 : n % 4 == 0 ? 4 : 0;
-  if (k == 0 || n == k) return ast;
+  // 32 lanes are two 16-float vectors: with 16 rows, 32 vector accumulators, what a 32-register
+  // AVX-512 file holds (fewer lanes left the FMA units waiting on loads; measured in bench/RESULTS.md)
+  int64_t n = last->arg[1], k = lanes_for(n, {kTileCols, 16, 8, kMinTileCols});
+  if (k == 0) return ast;
   // worth it when the lanes read consecutive elements inside the reduce and store consecutively
   if (!unit_stride(reduces, last, Op::LOAD) || !unit_stride({ast}, last, Op::STORE)) return ast;
-  bool moves = false;
-  for (auto& red : reduces)
-    for (auto& x : ir::toposort({red->src[0]})) moves |= x == last;
-  if (!moves) return ast;
+  if (!reduce_moves_with(reduces, last)) return ast;
   int64_t uid = 1000;
   for (auto& x : ir::toposort({ast}))
     if (x->op == Op::RANGE) uid = std::max(uid, x->arg[0] + 1);
@@ -249,15 +273,38 @@ NodeRef upcast_reduce_output(const NodeRef& ast, std::vector<std::string>& log) 
   NodeRef lane = ir::range_of_kind(uid + 1, k, ir::kUpcastRange);
   log.push_back("UPCAST " + std::to_string(k));
   std::unordered_map<const Node*, NodeRef> subs{{last.get(), outer * k + lane}};
-  // a second lane over the next output loop (rows of a matmul or convolution) when the reduce moves
-  // with it: a (k2 x k) tile, whose lanes share each other's loads
+  // a second lane over another output loop (rows of a matmul or convolution) that the reduce moves
+  // with: a (k2 x k) tile, whose lanes share each other's loads (each row's operand is loaded once
+  // for the k lanes, each column's vector once for the k2 rows). The innermost loop that no load
+  // moving with the columns moves with (the rows, not a split part of the columns), else the next.
   if (g.size() >= 2) {
-    const NodeRef& prev = g[g.size() - 2];
-    int64_t m = prev->arg[1], k2 = m % 4 == 0 ? 4 : 0;
-    bool moves2 = false;
-    for (auto& red : reduces)
-      for (auto& x : ir::toposort({red->src[0]})) moves2 |= x == prev;
-    if (k2 && m > k2 && moves2) {
+    std::vector<NodeRef> column_loads;
+    for (auto& x : ir::toposort(reduces))
+      if (x->op == Op::LOAD && moves_with(x, last)) column_loads.push_back(x);
+    auto shares_loads = [&](const NodeRef& r) {
+      return std::any_of(column_loads.begin(), column_loads.end(),
+                         [&](const NodeRef& l) { return moves_with(l, r); });
+    };
+    // a loop a scratch is filled in (PACK) stays a loop: the scratch holds one step's copy
+    std::vector<NodeRef> fills;
+    for (auto& st : ast->src)
+      for (auto& x : ir::toposort({st}))
+        if (x->op == Op::RANGE && x->arg[2] == ir::kPackRange) {
+          fills.push_back(st);
+          break;
+        }
+    auto fills_in = [&](const NodeRef& r) {
+      return std::any_of(fills.begin(), fills.end(), [&](const NodeRef& st) { return moves_with(st, r); });
+    };
+    NodeRef prev = g[g.size() - 2];
+    for (size_t i = g.size() - 1; i-- > 0;)
+      if (reduce_moves_with(reduces, g[i]) && lanes_for(g[i]->arg[1], {kTileRows, 8, 4}) &&
+          !shares_loads(g[i]) && !fills_in(g[i])) {
+        prev = g[i];
+        break;
+      }
+    int64_t m = prev->arg[1], k2 = lanes_for(m, {kTileRows, 8, 4});
+    if (k2 && reduce_moves_with(reduces, prev) && !fills_in(prev)) {
       NodeRef outer2 = ir::range_of_kind(prev->arg[0], m / k2, ir::kGlobalRange);
       NodeRef lane2 = ir::range_of_kind(uid, k2, ir::kUpcastRange);
       subs[prev.get()] = outer2 * k2 + lane2;

@@ -31,10 +31,29 @@ ir::NodeRef collapse_reduce_loops(const ir::NodeRef& ast, std::vector<std::strin
 // Makes independent reduces over loops of the same sizes share one set of reduce ranges, so they
 // run in one loop (x.sum(1) + x.max(1) reads x once).
 ir::NodeRef merge_reduces(const ir::NodeRef& ast, std::vector<std::string>& log);
+// PACK (pack_operand.cpp, CPU): a matmul operand that steps along the reduce by one element but
+// along the output's last loop by many (x @ w.T) is copied into a per-thread scratch (a global one
+// past the kernel's, which the launcher provides: Program::scratch_bytes) with that loop innermost;
+// the kernel reads the copy, which register tiles load as vectors. The copy is a STORE to the scratch
+// under loops of kind kPackRange, made inside the output loops it depends on (a prefix of them), and
+// only where the loops between reuse it at least kPackMinReuse times.
+constexpr int64_t kPackMinReuse = 16, kPackMaxBytes = int64_t{4} << 20, kPackBlock = 16;
+struct Packed {
+  ir::NodeRef ast;
+  int64_t scratch_bytes = 0;  // 0: nothing packed
+};
+Packed pack_operand(const ir::NodeRef& ast, std::vector<std::string>& log);
 // Register tiling for reduces: the innermost output loop is split into (n/k, k) and the k lanes
 // become an upcast loop inside the reduce loops, each lane with its own accumulator, so the
 // reduce's loads are shared and the lanes vectorize (matmul, convolution).
+// The tile is up to kTileRows x kTileCols (the largest of 32, 16, 8, 4 columns and 16, 8, 4 rows
+// that divide the loops); CPU only.
+constexpr int64_t kTileRows = 16, kTileCols = 32, kMinTileCols = 4;
 ir::NodeRef upcast_reduce_output(const ir::NodeRef& ast, std::vector<std::string>& log);
+// The CPU's threads split a kernel's outermost output loop; while it has fewer than
+// kStepsPerThread steps a thread, it is merged with the next output loop (thread_loops.cpp).
+constexpr int64_t kStepsPerThread = 4;
+ir::NodeRef thread_outer_loops(const ir::NodeRef& ast, int threads, std::vector<std::string>& log);
 // Long float sums accumulate in chunks: a sum over more than 2 * kSumChunk elements becomes a sum
 // of per-chunk sums (each about kSumChunk long), so rounding error grows with about
 // log(N) / log(kSumChunk) chunk levels of about kSumChunk additions each instead of N. Runs after
@@ -43,7 +62,7 @@ constexpr int64_t kSumChunk = 1024;
 ir::NodeRef chunk_long_sums(const ir::NodeRef& ast, std::vector<std::string>& log);
 // Whether every op-node (LOAD or STORE) under roots whose index moves with range r moves by one.
 bool unit_stride(const std::vector<ir::NodeRef>& roots, const ir::NodeRef& r, ir::Op op);
-// Renumbers RANGE ids: output loops 0..n-1 in order, then reduce loops, then upcast loops.
+// Renumbers RANGE ids: output loops 0..n-1 in order, then reduce loops, upcast loops, pack loops.
 ir::NodeRef renumber_ranges(const ir::NodeRef& ast);
 
 }  // namespace kiln::codegen

@@ -20,7 +20,8 @@ using ir::Op;
 std::string kernel_name(const NodeRef& ast) {
   std::vector<std::pair<int64_t, NodeRef>> g, r;
   for (auto& n : ir::toposort({ast}))
-    if (n->op == Op::RANGE) (n->arg[2] == ir::kReduceRange ? r : g).push_back({n->arg[0], n});
+    if (n->op == Op::RANGE && n->arg[2] != ir::kPackRange)
+      (n->arg[2] == ir::kReduceRange ? r : g).push_back({n->arg[0], n});
   std::sort(g.begin(), g.end());
   std::sort(r.begin(), r.end());
   std::string name = r.empty() ? "E" : "r";
@@ -36,6 +37,7 @@ Lowered lower(const NodeRef& ast, Target target, const DeviceLimits& limits) {
   NodeRef s = ast;
   int64_t zero_elems = 0;
   bool serial = false;
+  int64_t scratch_bytes = 0;
   if (!settings().noopt) {
     s = fold_onehot_sums(s, out.opts);
     // the GPU's scatter-adds are atomic: their order, so their rounding, varies from run to run
@@ -49,8 +51,14 @@ Lowered lower(const NodeRef& ast, Target target, const DeviceLimits& limits) {
     s = split_reduce_loops(s, out.opts);
     s = collapse_reduce_loops(s, out.opts, target == Target::CUDA);
     s = merge_reduces(s, out.opts);
+    if (target == Target::CPU && limits.scratch && !serial) {
+      Packed pk = pack_operand(s, out.opts);
+      s = pk.ast;
+      scratch_bytes = pk.scratch_bytes;
+    }
     // register tiles for CPU vector units; on the GPU the threads of a block share the work instead
     if (target == Target::CPU) s = upcast_reduce_output(s, out.opts);
+    if (target == Target::CPU && !serial) s = thread_outer_loops(s, limits.cores, out.opts);
   }
   // accuracy, not speed: long sums in chunks (the GPU's block reductions already split them)
   if (target == Target::CPU) s = chunk_long_sums(s, out.opts);
@@ -59,6 +67,7 @@ Lowered lower(const NodeRef& ast, Target target, const DeviceLimits& limits) {
   out.program.name = kernel_name(s);
   if (zero_elems > 0) out.program.zero_bytes = zero_elems * dtype_size(out.program.globals.at(0));
   out.program.serial = serial;
+  out.program.scratch_bytes = scratch_bytes;
   out.program.hash = s->hash * 31 + (settings().noopt ? 1 : 0) + (target == Target::CUDA ? 2 : 0);
   char hex[24];
   std::snprintf(hex, sizeof hex, "_%012llx",

@@ -32,6 +32,7 @@ struct Program {
   uint64_t hash = 0;           // content hash of the AST and opts
   int64_t zero_bytes = 0;      // bytes of global 0 set to zero before each run (a scatter adds into it)
   bool serial = false;         // the outer loop must not be split over threads (its steps add into one place)
+  int64_t scratch_bytes = 0;   // > 0: the last global is scratch of this size, one per thread (a PACK)
 };
 
 std::string to_string(const Program& p);  // one line per instruction (KILN_DEBUG=5)

@@ -1,6 +1,9 @@
 // C renderer (see render_c.h). Half types are stored as 16-bit and computed in float.
 #include "codegen/render_c.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "codegen/render_base.h"
 #include "ir/node.h"
 #include "kiln/error.h"
@@ -180,13 +183,20 @@ class CRenderer : public RendererBase {
     const Inst& in = p_.insts[static_cast<size_t>(i)];
     const char* prefix = in.arg[2] == ir::kUpcastRange   ? "uidx"
                          : in.arg[2] == ir::kReduceRange ? "ridx"
+                         : in.arg[2] == ir::kPackRange   ? "pidx"
                                                          : "gidx";
     std::string n = prefix + std::to_string(in.arg[0]);
     names_[static_cast<size_t>(i)] = n;
     std::string lo = in.arg[3] ? "start" : "0", hi = in.arg[3] ? "end" : std::to_string(in.arg[1]);
-    if (in.arg[2] == ir::kUpcastRange)  // independent lanes: vectorize the innermost, unroll outer ones
-      out(i + 1 < static_cast<int>(p_.insts.size()) && inner_range(i) ? "#pragma GCC unroll 8"
-                                                                      : "#pragma omp simd");
+    // independent lanes: the innermost vectorized; outer ones unrolled inside a reduce loop, so that
+    // the accumulators stay in registers, but not after it (a long epilogue unrolled 16 times is
+    // code that misses the instruction cache: a gelu backward took 2x as long)
+    bool in_reduce = std::count(open_.begin(), open_.end(), ir::kReduceRange) > 0;
+    if (in.arg[2] == ir::kUpcastRange && !inner_range(i))
+      out("#pragma omp simd");
+    else if (in.arg[2] == ir::kUpcastRange && in_reduce)
+      out("#pragma GCC unroll " + std::to_string(in.arg[1]));
+    open_.push_back(in.arg[2]);
     if (in.arg[2] == ir::kReduceRange && in.arg.size() > 4 && in.arg[4]) {
       std::string red = simd_reduction(i);
       if (!red.empty()) out("#pragma omp simd" + red);
@@ -196,9 +206,12 @@ class CRenderer : public RendererBase {
   }
 
   void end_range(int) override {
+    open_.pop_back();
     indent_--;
     out("}");
   }
+
+  std::vector<int64_t> open_;  // the kinds of the loops open, outermost first
 
   void store(int i) override {
     const Inst& in = p_.insts[static_cast<size_t>(i)];

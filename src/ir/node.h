@@ -81,7 +81,8 @@ bool is_const_value(const NodeRef& n, double v);
 // Kernel-level index expressions (I64 scalars).
 // RANGE arg: {id, size, kind}: an output loop, a reduce loop, or an upcast loop (a short innermost
 // loop over lanes that each keep their own accumulator; see codegen/opt.h)
-enum RangeKind : int64_t { kGlobalRange = 0, kReduceRange = 1, kUpcastRange = 2 };
+// (or a loop that fills a kernel's scratch before the loops that read it: codegen/opt.h's PACK)
+enum RangeKind : int64_t { kGlobalRange = 0, kReduceRange = 1, kUpcastRange = 2, kPackRange = 3 };
 NodeRef range(int64_t id, int64_t size, bool reduce);
 NodeRef range_of_kind(int64_t id, int64_t size, RangeKind kind);
 NodeRef alu(Op op, NodeRef a, NodeRef b);  // result dtype: bool for comparisons, else a's

@@ -10,7 +10,8 @@ Launch Launch::of(const codegen::Lowered& l, Device d, void* program) {
   out.device = d;
   out.zero_bytes = l.program.zero_bytes;
   out.outer_size = l.program.outer_size;
-  out.nargs = l.program.globals.size();
+  out.scratch_bytes = l.program.scratch_bytes;
+  out.nargs = l.program.globals.size() - (out.scratch_bytes > 0 ? 1 : 0);
   out.cuda = l.launch;
   return out;
 }

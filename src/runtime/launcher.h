@@ -20,13 +20,14 @@ struct Launch {
   // The loaded program, which only the backend that loaded it runs (a KernelFn on the CPU, a
   // CUfunction on CUDA), and how it runs: see Launch::of.
   void* program = nullptr;
-  std::string name;          // for messages
-  Device device;             // where it runs
-  int64_t zero_bytes = 0;    // bytes of args[0] set to zero first (codegen::Program::zero_bytes)
-  int64_t outer_size = 1;    // the program's outer loop, [0, outer_size)
-  bool parallel = false;     // CPU: split the outer loop over the thread pool
-  size_t nargs = 0;          // the program's parameters (one buffer each)
-  codegen::CudaLaunch cuda;  // CUDA: how the kernel maps onto threads
+  std::string name;           // for messages
+  Device device;              // where it runs
+  int64_t zero_bytes = 0;     // bytes of args[0] set to zero first (codegen::Program::zero_bytes)
+  int64_t outer_size = 1;     // the program's outer loop, [0, outer_size)
+  bool parallel = false;      // CPU: split the outer loop over the thread pool
+  size_t nargs = 0;           // the program's parameters (one buffer each)
+  int64_t scratch_bytes = 0;  // CPU: a per-thread scratch the launcher passes after the nargs buffers
+  codegen::CudaLaunch cuda;   // CUDA: how the kernel maps onto threads
   // A matmul the backend's GEMM library runs instead of the program (which stays the fallback); its
   // operands are args[nouts + input index]. The match is shared by every launch of the kernel; tf32
   // (KILN_TF32 when the kernel was scheduled) sets its descriptor's allow_tf32 at each launch.

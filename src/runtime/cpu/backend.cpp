@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -65,6 +66,25 @@ class HostPool {
 
 size_t rounded(size_t bytes) { return bytes < 64 ? 64 : (bytes + 63) / 64 * 64; }
 
+// Runs fn over [s, e) with the launch's arguments, and after them this thread's scratch when the
+// program has one (a packed operand: codegen/opt.h's PACK). The scratch is kept for the thread's
+// later kernels and grows to the largest asked for.
+void run_chunk(const Launch& l, KernelFn fn, void** args, int64_t s, int64_t e) {
+  if (l.scratch_bytes == 0) return fn(args, s, e);
+  thread_local std::unique_ptr<void, decltype(&std::free)> scratch{nullptr, &std::free};
+  thread_local int64_t scratch_bytes = 0;
+  if (scratch_bytes < l.scratch_bytes) {
+    scratch.reset(std::aligned_alloc(64, static_cast<size_t>((l.scratch_bytes + 63) / 64 * 64)));
+    scratch_bytes = scratch ? l.scratch_bytes : 0;
+    if (!scratch)
+      throw Error("kernel " + l.name + ": out of host memory allocating " + std::to_string(l.scratch_bytes) +
+                  " bytes of scratch");
+  }
+  std::vector<void*> with(args, args + l.nargs);
+  with.push_back(scratch.get());
+  fn(with.data(), s, e);
+}
+
 class CpuLauncher : public Launcher {
  public:
   void launch(const Launch& l, void** args) override {
@@ -73,9 +93,9 @@ class CpuLauncher : public Launcher {
     auto fn = reinterpret_cast<KernelFn>(l.program);
     if (l.zero_bytes > 0) std::memset(args[0], 0, static_cast<size_t>(l.zero_bytes));
     if (l.parallel)
-      parallel_for(l.outer_size, [&](int64_t s, int64_t e) { fn(args, s, e); });
+      parallel_for(l.outer_size, [&](int64_t s, int64_t e) { run_chunk(l, fn, args, s, e); });
     else
-      fn(args, 0, l.outer_size);
+      run_chunk(l, fn, args, 0, l.outer_size);
   }
 };
 
@@ -93,6 +113,7 @@ class CpuBackend : public HostBackend {
                .vector_bytes = 16,
                .cores = num_threads(),
                .l2_bytes = 0,
+               .scratch = true,
                .tile_core_bytes = kHopperSharedPerBlock};
   }
   std::string name() const override { return "cpu"; }
