@@ -376,7 +376,9 @@ TEST(Fusion, ElementwisePointsJoinTheKernelThatReadsThem) {
     bool has_zt = std::count(k.outputs.begin(), k.outputs.end(), roots[2]) > 0;
     with_z += has_z;
     EXPECT_EQ(has_sm, has_z);
-    if (has_zt) EXPECT_EQ(k.outputs.size(), 1u);
+    if (has_zt) {
+      EXPECT_EQ(k.outputs.size(), 1u);
+    }
   }
   EXPECT_EQ(with_z, 1);
   realize({sm, z, zt});
