@@ -84,15 +84,12 @@ std::string RendererBase::store_value(const Inst& in) {
   return is_half(t) ? float_to_half(t, v(in.src[2])) : v(in.src[2]);
 }
 
-RendererBase::RendererBase(const Program& p) : p_(p), names_(p.insts.size()), users_(p.insts.size()) {
-  for (const Inst& in : p.insts)
-    for (int s : in.src) users_[static_cast<size_t>(s)]++;
-}
+RendererBase::RendererBase(const Program& p) : p_(p), names_(p.insts.size()) {}
 
 bool RendererBase::divides(const Inst& mul, int k) const {
-  int r = mul.src[static_cast<size_t>(k)];
-  return mul.op == Op::MUL && is_float(mul.dtype) && p_.insts[static_cast<size_t>(r)].op == Op::RECIP &&
-         users_[static_cast<size_t>(r)] == 1;
+  const Inst& r = p_.insts[static_cast<size_t>(mul.src[static_cast<size_t>(k)])];
+  return mul.op == Op::MUL && is_float(mul.dtype) && r.op == Op::RECIP && !r.arg.empty() &&
+         r.arg[0] == ir::kDivisor;
 }
 
 bool RendererBase::accumulates(const Inst& in) const {

@@ -52,14 +52,13 @@ class RendererBase {
   virtual std::string float_to_half(DType t, const std::string& val) = 0;
   virtual std::string bitcast(DType to, DType from, const std::string& x) = 0;
 
-  // a * recip(b) renders as the division a / b (correctly rounded) when the multiply is recip(b)'s
-  // only user; a reciprocal that several values share is computed once and multiplied
+  // a * recip(b) renders as the division a / b where the reciprocal is a division's divisor
+  // (ir::kDivisor), as a product elsewhere: decided by the nodes alone, never by the kernel
   bool divides(const Inst& mul, int k) const;
 
   const Program& p_;
   std::vector<std::string> names_;
-  std::vector<int> users_;  // instructions that read each instruction
-  std::string suffix_;      // appended to the names def() gives (a lane's copy of a value: "_2")
+  std::string suffix_;  // appended to the names def() gives (a lane's copy of a value: "_2")
   std::ostringstream os_;
   int indent_ = 0;
 };

@@ -55,9 +55,15 @@ Tensor float_math(const Tensor& x, F f) {
 
 Tensor logical(const Tensor& x) { return x.to(DType::Bool); }
 
-// 1 / x in x's dtype: what division multiplies by (reciprocal() is autocast to f32, division is not)
+// 1 / x in x's dtype (reciprocal() is autocast to f32, division is not)
 Tensor recip(const Tensor& x) {
   return float_math(x, [](const Tensor& f) { return unary(Op::RECIP, f); });
+}
+// 1 / x as a division's divisor (ir::kDivisor): a / b is the correctly rounded quotient
+Tensor divisor(const Tensor& x) {
+  return float_math(x, [](const Tensor& f) {
+    return Tensor(ir::make(Op::RECIP, f.dtype(), f.shape(), {f.node()}, {ir::kDivisor}));
+  });
 }
 
 }  // namespace
@@ -72,7 +78,7 @@ Tensor operator-(const Tensor& a, const Tensor& b) {
 }
 Tensor operator/(const Tensor& a, const Tensor& b) {
   DType t = float_result(promote_types(a.dtype(), b.dtype()));
-  return a.to(t) * recip(b.to(t));
+  return a.to(t) * divisor(b.to(t));
 }
 Tensor operator+(const Tensor& a, Scalar b) { return bin("add", Op::ADD, a, b); }
 Tensor operator*(const Tensor& a, Scalar b) { return bin("mul", Op::MUL, a, b); }
@@ -82,7 +88,7 @@ Tensor operator-(const Tensor& a, Scalar b) {
 }
 Tensor operator/(const Tensor& a, Scalar b) {
   DType t = float_result(scalar_dtype(a.dtype(), b));
-  return a.to(t) * recip(full(a.shape(), b.v, t));
+  return a.to(t) * divisor(full(a.shape(), b.v, t));
 }
 Tensor operator+(Scalar a, const Tensor& b) { return b + a; }
 Tensor operator*(Scalar a, const Tensor& b) { return b * a; }

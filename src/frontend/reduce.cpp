@@ -83,8 +83,8 @@ Tensor Tensor::mean(std::vector<int64_t> dims, bool keepdim) const {
 Tensor Tensor::softmax(int64_t d) const {
   if (AutocastOp ac{AutocastList::F32}) return ac(*this).softmax(d);
   Tensor x = to(acc_of(float_result(dtype())));
-  Tensor e = (x - x.max(d, true).detach()).exp();  // the shift's gradient is exactly 0
-  return (e / e.sum(d, true)).to(float_result(dtype()));
+  Tensor e = (x - x.max(d, true).detach()).exp();                      // the shift's gradient is exactly 0
+  return (e * e.sum(d, true).reciprocal()).to(float_result(dtype()));  // one reciprocal a row
 }
 
 Tensor Tensor::dot(const Tensor& o) const {

@@ -14,7 +14,7 @@ enum class Op : uint8_t {
   LOG2,
   SIN,
   SQRT,
-  RECIP,
+  RECIP,  // arg {kDivisor}: the divisor of a division, x * RECIP(y) renders as x / y (see below)
   TRUNC,
   CAST,
   BITCAST,
@@ -71,6 +71,11 @@ enum class Op : uint8_t {
   LAYER_NORM,
   COUNT_
 };
+// RECIP's arg when it is a division's divisor (a / b): a product by it is the correctly rounded
+// quotient, in every kernel. A RECIP without it is a reciprocal that products multiply by (sigmoid,
+// rsqrt, softmax's 1 / sum). The choice is the node's own, so a value has the same bits in every
+// kernel that computes it (a max's gradient compares a recomputed value with the max).
+constexpr int64_t kDivisor = 2;  // (1 marks an accumulation in the linear program)
 
 const char* op_name(Op op);
 bool is_unary(Op op);

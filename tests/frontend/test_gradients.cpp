@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include <cmath>
 #include <functional>
 #include <tuple>
 
@@ -213,4 +214,21 @@ TEST(Gradients, Losses) {
   expect_gradients_match(
       [](const Ts& x) { return F::kl_div(x[0].log_softmax(1), x[1].softmax(1), "batchmean"); },
       {r({3, 4}, 179), r({3, 4}, 180)}, 179);
+}
+
+// A max's gradient picks the elements equal to the max, recomputed in the gradient's kernel: the
+// value must have the same bits there as in the max's own kernel. tanh divides by a reciprocal the
+// gradient's kernel shares with other values; a division rendered one way in one kernel and as a
+// multiply by the shared reciprocal in the other made every element differ from the max (f32).
+TEST(Gradients, MaxOfARecomputedValueFindsItsElement) {
+  Tensor x = tensor(std::vector<float>{0.871203959f, -0.353006095f}, {2});
+  for (auto f : {+[](const Tensor& v) { return v.tanh(); },
+                 +[](const Tensor& v) { return (v.tanh() * v.tanh() + 0.5).log(); }}) {
+    Tensor y = f(x), m = y.max(std::vector<int64_t>{0}, false);
+    std::vector<float> g = grad({m}, {x})[0].to_vector<float>();
+    std::vector<float> want = grad({y.index({0})}, {x})[0].to_vector<float>();
+    EXPECT_NEAR(g[0], want[0], 1e-6);
+    EXPECT_GT(std::fabs(g[0]), 0.1f);
+    EXPECT_EQ(g[1], 0.f);
+  }
 }

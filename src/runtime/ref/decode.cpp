@@ -69,6 +69,11 @@ class Decoder {
 
   // The fusions of the C renderer, then which instructions no store, loop or accumulator needs (the
   // C compiler drops those too: a product folded into a fused multiply-add, a reciprocal in a division).
+  // a division's divisor (ir::kDivisor): a product by it is a division, as the C renderer has it
+  static bool divisor(const Inst& in) {
+    return in.op == Op::RECIP && !in.arg.empty() && in.arg[0] == ir::kDivisor;
+  }
+
   void plan() {
     const size_t n = p_.insts.size();
     std::vector<std::vector<int>> reads(n);
@@ -79,13 +84,13 @@ class Decoder {
       if (accumulates(in) && in.op == Op::ADD && k != Kind::I) {
         const Inst& m = inst(in.src[1]);
         if (m.op == Op::MUL && m.dtype == in.dtype && (in.dtype == DType::F32 || in.dtype == DType::F64) &&
-            inst(m.src[0]).op != Op::RECIP && inst(m.src[1]).op != Op::RECIP) {
+            !divisor(inst(m.src[0])) && !divisor(inst(m.src[1]))) {
           form_[i] = Form::Fma;
           reads[i] = {in.src[0], m.src[0], m.src[1]};
         }
       } else if (in.op == Op::MUL && k != Kind::I) {
         for (int s = 0; s < 2 && form_[i] == Form::Plain; s++)
-          if (inst(in.src[static_cast<size_t>(s)]).op == Op::RECIP) {
+          if (divisor(inst(in.src[static_cast<size_t>(s)]))) {
             form_[i] = Form::Div;
             reads[i] = {in.src[static_cast<size_t>(1 - s)], inst(in.src[static_cast<size_t>(s)]).src[0]};
           }
