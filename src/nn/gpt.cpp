@@ -2,6 +2,7 @@
 #include "kiln/nn/gpt.h"
 
 #include <cmath>
+#include <unordered_set>
 
 #include "kiln/functional.h"
 #include "kiln/nn/init.h"
@@ -26,21 +27,30 @@ GPTImpl::GPTImpl(GPTConfig c) : config_(c) {
   if (c.n_embd % c.n_head != 0)
     module_error("GPT", "n_embd (" + std::to_string(c.n_embd) + ") must be divisible by n_head (" +
                             std::to_string(c.n_head) + ")");
-  wte = register_module("wte", Embedding(c.vocab_size, c.n_embd));
-  wpe = register_module("wpe", Embedding(c.block_size, c.n_embd));
-  drop = register_module("drop", Dropout(c.dropout));
-  h = register_module("h", ModuleList());
-  for (int64_t i = 0; i < c.n_layer; i++)
-    h->push_back(TransformerBlock(c.n_embd, c.n_head, c.dropout, c.bias));
-  ln_f = register_module("ln_f", LayerNorm(Shape{c.n_embd}, 1e-5, true, c.bias));
+  {
+    // the layers' own defaults are not computed: every parameter is set below
+    detail::DeferredInit deferred;
+    wte = register_module("wte", Embedding(c.vocab_size, c.n_embd));
+    wpe = register_module("wpe", Embedding(c.block_size, c.n_embd));
+    drop = register_module("drop", Dropout(c.dropout));
+    h = register_module("h", ModuleList());
+    for (int64_t i = 0; i < c.n_layer; i++)
+      h->push_back(TransformerBlock(c.n_embd, c.n_head, c.dropout, c.bias));
+    ln_f = register_module("ln_f", LayerNorm(Shape{c.n_embd}, 1e-5, true, c.bias));
+  }
 
-  // GPT-2 initialization over the defaults the layers drew
+  // GPT-2 initialization (the layers drew their defaults from the generator as before, so these
+  // values are the ones drawn over computed defaults)
   double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer));
   std::vector<std::pair<Tensor*, Tensor>> values;  // computed in one schedule, then copied
   auto set = [&](Tensor& p, const Tensor& v) { values.emplace_back(&p, v.detach().contiguous()); };
   auto linear = [&](const Linear& l, double stdev) {
     set(l->weight, init::normal(l->weight.shape(), 0, stdev));
     if (l->bias.defined()) set(l->bias, zeros(l->bias.shape()));
+  };
+  auto norm = [&](const LayerNorm& n) {
+    set(n->weight, ones(n->weight.shape()));
+    if (n->bias.defined()) set(n->bias, zeros(n->bias.shape()));
   };
   set(wte->weight, init::normal(wte->weight.shape(), 0, 0.02));
   set(wpe->weight, init::normal(wpe->weight.shape(), 0, 0.02));
@@ -50,7 +60,16 @@ GPTImpl::GPTImpl(GPTConfig c) : config_(c) {
     linear(blk->attn->out_proj, residual_std);
     linear(blk->fc, 0.02);
     linear(blk->proj, residual_std);
+    norm(blk->ln1);
+    norm(blk->ln2);
   }
+  norm(ln_f);
+  std::unordered_set<const ir::Node*> set_ones;  // each parameter's own buffer node
+  for (auto& [p, v] : values) set_ones.insert(p->node().get());
+  for (const auto& [name, p] : named_parameters())
+    if (!set_ones.count(p.node().get()))
+      module_error("GPT",
+                   "parameter " + name + " has no initial value (its layer's default was not computed)");
   std::vector<Tensor> all, assigned;
   for (auto& [p, v] : values) all.push_back(v);
   realize(all);

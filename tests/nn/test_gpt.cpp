@@ -7,7 +7,9 @@
 #include <cmath>
 
 #include "helpers.h"
+#include "ir/node.h"
 #include "nn/nn_check.h"
+#include "nn/util.h"
 
 using namespace kiln;
 using kiln::testing::expect_error;
@@ -72,6 +74,27 @@ TEST(Gpt, NamesTyingAndInit) {
   expect_values(blk->fc->bias, std::vector<double>(128, 0.0));
   expect_values(blk->ln2->weight, std::vector<double>(32, 1.0));
   for (auto& p : g->parameters()) EXPECT_TRUE(p.is_leaf() && p.requires_grad());
+}
+
+// GPT sets every parameter itself, so its layers' own defaults are not computed (DeferredInit): no
+// kernel runs for them and the layers' parameters are buffers of their own; GPT sets the layer
+// norms too.
+TEST(Gpt, LayerDefaultsAreNotComputed) {
+  int64_t before = stats().kernels_run;
+  {
+    nn::detail::DeferredInit deferred;
+    nn::Linear l(8, 4);
+    EXPECT_EQ(stats().kernels_run, before);
+    EXPECT_NE(l->weight.node(), l->bias.node());
+    EXPECT_EQ(l->weight.node()->op, ir::Op::BUFFER);
+  }
+  manual_seed(5);
+  nn::GPT g(tiny());
+  double ln_ones = 0;
+  for (auto& [name, p] : g->named_parameters())
+    if (name.find("ln") != std::string::npos && name.find("weight") != std::string::npos)
+      for (double v : p.to(DType::F64).to_vector<double>()) ln_ones += v;
+  EXPECT_EQ(ln_ones, 5.0 * tiny().n_embd);  // ln1, ln2 of two blocks and ln_f: ones
 }
 
 TEST(Gpt, ForwardShapesReferenceAndErrors) {
