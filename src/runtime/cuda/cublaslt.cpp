@@ -286,15 +286,15 @@ double time_algo(const LtApi& lt, LtHandle handle, const Plan& p, const LtAlgo& 
   };
   CUevent start = nullptr, stop = nullptr;
   double ms = std::numeric_limits<double>::infinity();
-  if (cu.cuEventCreate(&start, 0) != 0 || cu.cuEventCreate(&stop, 0) != 0) return ms;
-  bool ok = run() && cu.cuEventRecord(start, o.stream) == 0;
+  bool ok = cu.cuEventCreate(&start, 0) == 0 && cu.cuEventCreate(&stop, 0) == 0;
+  ok = ok && run() && cu.cuEventRecord(start, o.stream) == 0;
   for (int r = 0; ok && r < runs; r++) ok = run();
   float elapsed = 0;
   if (ok && cu.cuEventRecord(stop, o.stream) == 0 && cu.cuEventSynchronize(stop) == 0 &&
       cu.cuEventElapsedTime(&elapsed, start, stop) == 0)
     ms = elapsed;
-  cu.cuEventDestroy(start);
-  cu.cuEventDestroy(stop);
+  if (start) cu.cuEventDestroy(start);
+  if (stop) cu.cuEventDestroy(stop);
   return ms;
 }
 
