@@ -263,7 +263,9 @@ Tensor frontend::own_copy(const Tensor& t) {
   Tensor v = t.detach().contiguous();
   v.realize();
   const std::shared_ptr<Buffer>& b = v.node()->buffer;
-  if (!b || b->numel != v.numel()) throw Error("own_copy: the realized tensor has no buffer of its own size");
+  if (!b || b->numel != v.numel())
+    throw Error("kiln: own_copy: the realized " + to_string(v.dtype()) + " tensor of shape " +
+                shape_str(v.shape()) + " has no buffer of its size");
   return Tensor(buffer_node(b->to(b->device), v.shape()));
 }
 
