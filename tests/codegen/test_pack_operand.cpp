@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "codegen/cpu_opts.h"
 #include "codegen/passes.h"
 #include "helpers.h"
 #include "ir/graph_rewrite.h"
@@ -12,6 +13,7 @@
 
 using namespace kiln;
 using kiln::testing::expect_matches_reference;
+using kiln::testing::opts_of;
 using kiln::testing::random_tensor;
 
 namespace {
@@ -21,13 +23,7 @@ codegen::Lowered lower_last(const Tensor& t, bool scratch = true) {
   return codegen::lower(sched.kernels.back().ast, codegen::Target::CPU, {.scratch = scratch});
 }
 
-std::string opts_of(const codegen::Lowered& low) {
-  std::string all;
-  for (auto& o : low.opts) all += o + " ";
-  return all;
-}
-
-Tensor rand(const Shape& s, uint64_t seed) { return random_tensor(s, DType::F32, -1, 1, seed); }
+Tensor rand(const Shape& s, uint64_t seed) { return kiln::testing::rand_f32(s, seed); }
 
 }  // namespace
 

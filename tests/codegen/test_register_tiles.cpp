@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include "codegen/cpu_opts.h"
 #include "codegen/opt.h"
 #include "codegen/passes.h"
 #include "helpers.h"
@@ -11,6 +12,7 @@
 
 using namespace kiln;
 using kiln::testing::expect_matches_reference;
+using kiln::testing::opts_of;
 using kiln::testing::random_tensor;
 
 namespace {
@@ -21,13 +23,7 @@ codegen::Lowered lower_last(const Tensor& t, int threads = 1) {
   return codegen::lower(sched.kernels.back().ast, codegen::Target::CPU, {.cores = threads});
 }
 
-std::string opts_of(const codegen::Lowered& low) {
-  std::string all;
-  for (auto& o : low.opts) all += o + " ";
-  return all;
-}
-
-Tensor rand(const Shape& s, uint64_t seed) { return random_tensor(s, DType::F32, -1, 1, seed); }
+Tensor rand(const Shape& s, uint64_t seed) { return kiln::testing::rand_f32(s, seed); }
 
 }  // namespace
 
