@@ -308,9 +308,7 @@ std::string choice_path(const LtApi& lt, const PlanKey& key, const std::string& 
   k << " " << d.trans_a << d.trans_b << d.allow_tf32 << " " << static_cast<int>(d.epilogue) << " "
     << static_cast<int>(d.a_type) << " " << static_cast<int>(d.b_type) << " " << static_cast<int>(d.c_type)
     << " " << key.align_a << " " << key.align_b << " " << key.align_c << " " << key.align_bias;
-  char hex[20];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(k.str())));
-  return cache_dir() + "/gemm_" + hex + ".algo";
+  return cache_dir() + "/gemm_" + hash_hex(hash_string(k.str())) + ".algo";
 }
 
 // A chosen algorithm read back from the cache, if its entry is whole and cuBLASLt still accepts it
