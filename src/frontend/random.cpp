@@ -1,5 +1,7 @@
 // Random tensors from a counter-based generator: element i of a draw is a hash of (seed, offset + i),
 // so a seed gives the same numbers on every device. rand, randn, randint, bernoulli, randperm, ...
+#include "frontend/random.h"
+
 #include <cmath>
 #include <mutex>
 #include <numbers>
@@ -45,22 +47,39 @@ Tensor mix32(Tensor x) {
   return x;
 }
 
-// 24 random bits (u32 in [0, 2^24)) per element, stream `k` of a draw. The draw's key and offset
-// are read from a 3-element buffer, not baked in as constants, so every draw of one shape runs the
-// same compiled kernel.
-Tensor bits24(const Shape& s, uint64_t seed, uint64_t offset, int k, std::optional<Device> d) {
-  Tensor idx = Tensor(ir::make(Op::IOTA, DType::I64, {numel_of(s)}, {}, {0})).reshape(s);
+// The three words that key stream `k` of a draw at (seed, offset), as bits24 reads them. The xored
+// constants keep seed 0 and offset 0 away from the mix's fixed point at 0.
+std::vector<int64_t> key_words(uint64_t seed, uint64_t offset, int k) {
   uint64_t key = seed * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(k) * 0xbf58476d1ce4e5b9ull;
-  // (the xored constants keep seed 0 and offset 0 away from the mix's fixed point at 0)
-  std::vector<int64_t> p = {
-      static_cast<int64_t>(offset & 0xffffffffull),
-      static_cast<int64_t>((key ^ 0x9e3779b9ull) & 0xffffffffull),
-      static_cast<int64_t>(((key >> 32) ^ (offset >> 32) ^ 0x85ebca6bull) & 0xffffffffull)};
-  Tensor params = place(tensor(p), d);  // on the device the draw is wanted on
-  auto param = [&](int64_t i, DType t) { return params.slice(0, i, i + 1).to(t).reshape({}).expand(s); };
-  Tensor lo = (idx + param(0, DType::I64)).to(DType::U32) ^ param(1, DType::U32);
-  Tensor h = mix32(mix32(lo) ^ param(2, DType::U32));
+  return {static_cast<int64_t>(offset & 0xffffffffull),
+          static_cast<int64_t>((key ^ 0x9e3779b9ull) & 0xffffffffull),
+          static_cast<int64_t>(((key >> 32) ^ (offset >> 32) ^ 0x85ebca6bull) & 0xffffffffull)};
+}
+
+// 24 random bits (u32 in [0, 2^24)) per element, from row `k` of a (streams, 3) i64 key tensor of
+// key_words. The key is read from a buffer, not baked in as constants, so every draw of one shape
+// runs the same compiled kernel (and a captured step can take the key as an input).
+Tensor bits24(const Shape& s, const Tensor& key, int k) {
+  Tensor idx = Tensor(ir::make(Op::IOTA, DType::I64, {numel_of(s)}, {}, {0})).reshape(s);
+  auto word = [&](int64_t i, DType t) {
+    return key.slice(0, k, k + 1).slice(1, i, i + 1).to(t).reshape({}).expand(s);
+  };
+  Tensor lo = (idx + word(0, DType::I64)).to(DType::U32) ^ word(1, DType::U32);
+  Tensor h = mix32(mix32(lo) ^ word(2, DType::U32));
   return shr(h, 8);
+}
+
+Tensor key_tensor(uint64_t seed, uint64_t offset, int first, int streams, std::optional<Device> d) {
+  std::vector<int64_t> words;
+  for (int k = first; k < first + streams; k++) {
+    auto w = key_words(seed, offset, k);
+    words.insert(words.end(), w.begin(), w.end());
+  }
+  return place(tensor(words, {streams, 3}), d);  // on the device the draw is wanted on
+}
+
+Tensor bits24(const Shape& s, uint64_t seed, uint64_t offset, int k, std::optional<Device> d) {
+  return bits24(s, key_tensor(seed, offset, k, 1, d), 0);
 }
 
 // uniform [0, 1) f32 with 24 random bits
@@ -68,15 +87,17 @@ Tensor uniform_bits(const Shape& s, uint64_t seed, uint64_t offset, int k, std::
   return bits24(s, seed, offset, k, d).to(DType::F32) * (1.0 / 16777216.0);
 }
 
-// 48 random bits as i64 in [0, 2^48), from streams k and k+1
+// 48 random bits as i64 in [0, 2^48), from rows k and k+1 of a key tensor
+Tensor bits48(const Shape& s, const Tensor& key, int k) {
+  return bits24(s, key, k).to(DType::I64) * (int64_t{1} << 24) + bits24(s, key, k + 1).to(DType::I64);
+}
 Tensor bits48(const Shape& s, uint64_t seed, uint64_t offset, int k, std::optional<Device> d) {
-  return bits24(s, seed, offset, k, d).to(DType::I64) * (int64_t{1} << 24) +
-         bits24(s, seed, offset, k + 1, d).to(DType::I64);
+  return bits48(s, key_tensor(seed, offset, k, 2, d), 0);
 }
 
 // uniform (0, 1] f64 with 48 random bits
 Tensor uniform_open0(const Shape& s, uint64_t seed, uint64_t offset, int k, std::optional<Device> d) {
-  return (bits48(s, seed, offset, k, d).to(DType::F64) + 1.0) * std::ldexp(1.0, -48);
+  return frontend::uniform_open0(s, key_tensor(seed, offset, k, 2, d), 0);
 }
 
 void need_float(const char* op, DType t) {
@@ -84,6 +105,19 @@ void need_float(const char* op, DType t) {
 }
 
 }  // namespace
+
+namespace frontend {
+
+Tensor draw_key(Generator& g, int64_t n, int streams, std::optional<Device> d) {
+  auto [seed, off] = g.take(n);
+  return key_tensor(seed, off, 0, streams, d);
+}
+
+Tensor uniform_open0(const Shape& s, const Tensor& key, int k) {
+  return (bits48(s, key, k).to(DType::F64) + 1.0) * std::ldexp(1.0, -48);
+}
+
+}  // namespace frontend
 
 std::pair<uint64_t, uint64_t> Generator::take(int64_t n) {
   std::lock_guard lock(take_mutex());

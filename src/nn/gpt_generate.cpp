@@ -5,6 +5,8 @@
 #include <functional>
 #include <optional>
 
+#include "frontend/graph.h"
+#include "frontend/random.h"
 #include "kiln/jit.h"
 #include "kiln/nn/gpt.h"
 #include "nn/util.h"
@@ -41,6 +43,35 @@ std::vector<float> keep_thresholds(const std::vector<float>& logits, int64_t B, 
     }
   }
   return thr;
+}
+
+// Each row's next token (B, 1) i64 from its logits (B, V), on the logits' device: divided by the
+// temperature, the top_k largest kept, then drawn by the exponential race multinomial runs (the
+// largest x - log E, E ~ Exp(1) from the draw `key`: the token softmax(x) draws). The k-th largest
+// logit is found by search over the floats' order-preserving integer keys, 8 passes of 15 counts
+// each, exact; no host round trip, so the captured decoding step draws its tokens too.
+Tensor draw_tokens(const Tensor& logits, double temperature, std::optional<int64_t> top_k,
+                   const Tensor& key) {
+  const int64_t B = logits.size(0), V = logits.size(1);
+  Tensor x = logits.to(DType::F32) / temperature;
+  if (top_k && *top_k < V) {
+    Tensor bits = Tensor(frontend::ewise(ir::Op::BITCAST, {x.node()}, DType::I32)).to(DType::I64);
+    // negative floats order backwards as integers: flip their magnitude bits; then shift to [0, 2^32)
+    Tensor ord =
+        where(bits < 0, bits ^ full({}, Scalar(0x7fffffffLL), DType::I64), bits) + (int64_t{1} << 31);
+    // count(ord >= lo) >= k > count(ord >= lo + 16 step); each pass counts at 15 points between and
+    // moves lo to the last with k or more, until step is 1: lo is then the k-th largest key
+    Tensor lo = zeros({B, 1}, {.dtype = DType::I64}), j = arange(1, 16).reshape({1, 15, 1});
+    const Scalar k(static_cast<long long>(*top_k));
+    for (int64_t step = int64_t{1} << 28; step >= 1; step /= 16) {
+      Tensor at = lo.unsqueeze(1) + j * Scalar(static_cast<long long>(step));  // (B, 15, 1)
+      Tensor counts = (ord.unsqueeze(1) >= at).to(DType::I64).sum(2);          // (B, 15)
+      lo = lo + (counts >= k).to(DType::I64).sum(1, true) * Scalar(static_cast<long long>(step));
+    }
+    x = where(ord >= lo, x, -INFINITY);
+  }
+  Tensor e = frontend::uniform_open0({B, V}, key, 0).log() * -1.0;
+  return (x.to(DType::F64) - e.log()).argmax(1, true);
 }
 
 }  // namespace
@@ -113,58 +144,91 @@ Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, const Gener
   };
   const Tensor pad_t = on_device(pad, {B}, dev);
   std::vector<KVCache> caches;  // filled by the first step (the prompt), then one column per step
-  // The one-token step with the cache, captured once two of its calls record the same step (its
-  // second call) and replayed after that: the same launches (on CUDA one graph) each token, with no
-  // graph to build or schedule. Not with dropout at work: its random draws differ from call to call.
+  // Tokens are drawn on the device (draw_tokens) unless top_p filters: its sort runs on the host.
+  const bool device_draw = !(o.top_p && *o.top_p < 1);
+  auto logits_and_tokens = [&](const Tensor& logits, const Tensor& key) {
+    return device_draw ? std::vector<Tensor>{logits, draw_tokens(logits, o.temperature, o.top_k, key)}
+                       : std::vector<Tensor>{logits};
+  };
+  // The one-token step with the cache and the draw, captured once two of its calls record the same
+  // step (its second call) and replayed after that: the same launches (on CUDA one graph) each
+  // token, with no graph to build or schedule; the draw's key is an input. Not with dropout at
+  // work: its random draws differ from call to call.
   std::optional<Jit> decode;
   if (!(is_training() && config_.dropout > 0))
     decode.emplace([&](const std::vector<Tensor>& in) {
-      return std::vector<Tensor>{window_logits(in[0], pad_t, in[1], &caches)};
+      return logits_and_tokens(window_logits(in[0], pad_t, in[1], &caches), device_draw ? in[2] : Tensor());
     });
+  // Drawn tokens not yet read back: reading them is a wait for the device, so they are read only
+  // where the host needs them (the stop token, the window past block_size, the end).
+  std::vector<Tensor> unread;
   std::vector<bool> done(static_cast<size_t>(B), false);
+  auto read_tokens = [&] {
+    for (const Tensor& t : unread) {
+      auto next = t.to_vector<int64_t>();
+      for (size_t i = 0; i < rows.size(); i++) {
+        if (o.stop_token && done[i]) next[i] = *o.stop_token;
+        if (o.stop_token && next[i] == *o.stop_token) done[i] = true;
+        rows[i].push_back(next[i]);
+      }
+    }
+    unread.clear();
+  };
+  Tensor last;  // the last drawn tokens (B, 1), on the device
   int64_t steps = 0;
   for (; steps < max_new_tokens; steps++) {
-    if (o.stop_token && std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
-    const int64_t T = static_cast<int64_t>(rows[0].size());
-    Tensor logits;
+    if (o.stop_token) {
+      read_tokens();
+      if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
+    }
+    const int64_t T = static_cast<int64_t>(rows[0].size() + unread.size());
+    Tensor key = device_draw ? frontend::draw_key(g, B * V, 2, dev).realize() : Tensor();
     std::vector<Tensor> outs;
     if (o.use_cache && T <= L && !caches.empty()) {  // one token at column T - 1
-      Tensor token = window(1), col = on_device({T - 1}, {1}, dev);
-      logits = decode ? (*decode)({token, col})[0] : window_logits(token, pad_t, col, &caches);
+      Tensor col = on_device({T - 1}, {1}, dev);
+      Tensor token = unread.empty() ? window(1) : last;
+      if (decode)
+        outs = device_draw ? (*decode)({token, col, key}) : (*decode)({token, col});
+      else
+        outs = logits_and_tokens(window_logits(token, pad_t, col, &caches), key);
     } else if (o.use_cache && T <= L) {  // the prompt fills columns [0, T)
       int64_t H = config_.n_head, D = config_.n_embd / H;
       for (size_t i = 0; i < h->size(); i++) {
         TensorOptions to{.dtype = wte->weight.dtype(), .device = dev};
         caches.push_back({zeros({B, H, L, D}, to), zeros({B, H, L, D}, to)});
       }
-      logits = window_logits(window(T), pad_t, arange(T, {.dtype = DType::I64, .device = dev}), &caches);
+      outs = logits_and_tokens(
+          window_logits(window(T), pad_t, arange(T, {.dtype = DType::I64, .device = dev}), &caches), key);
     } else {  // the whole window again: the last W columns, fewer of them padding
+      read_tokens();
       int64_t W = std::min(T, L), shift = T - W;
       std::vector<int64_t> p(pad.size());
       for (size_t b = 0; b < pad.size(); b++) p[b] = std::max<int64_t>(0, pad[b] - shift);
-      logits = window_logits(window(W), on_device(p, {B}, dev),
-                             arange(W, {.dtype = DType::I64, .device = dev}), nullptr);
+      outs = logits_and_tokens(window_logits(window(W), on_device(p, {B}, dev),
+                                             arange(W, {.dtype = DType::I64, .device = dev}), nullptr),
+                               key);
     }
-    outs.push_back(logits);
-    for (auto& c : caches) outs.insert(outs.end(), {c.k, c.v});
-    realize(outs);  // the logits and the caches' new values, one schedule
+    std::vector<Tensor> all = outs;
+    for (auto& c : caches) all.insert(all.end(), {c.k, c.v});
+    realize(all);  // the logits, the tokens and the caches' new values, one schedule
+    const Tensor& logits = outs[0];
     if (o.on_logits) o.on_logits(logits);
-
-    Tensor scaled = logits / o.temperature;
-    if ((o.top_k && *o.top_k < V) || (o.top_p && *o.top_p < 1)) {
+    if (device_draw) {
+      last = outs[1];
+    } else {
+      Tensor scaled = logits / o.temperature;
       auto thr = keep_thresholds(scaled.to(DType::F32).to_vector<float>(), B, V, o.top_k, o.top_p);
       Tensor thr_t = tensor(thr, {B, 1}).to(dev).to(scaled.dtype());
       scaled = scaled.masked_fill(scaled < thr_t, -INFINITY);
+      last = multinomial(scaled.softmax(-1), 1, false, g).realize();
     }
-    auto next = multinomial(scaled.softmax(-1), 1, false, g).to_vector<int64_t>();
-    for (int64_t b = 0; b < B; b++) {
-      auto i = static_cast<size_t>(b);
-      if (o.stop_token && done[i]) next[i] = *o.stop_token;
-      if (o.stop_token && next[i] == *o.stop_token) done[i] = true;
-      rows[i].push_back(next[i]);
+    unread.push_back(last);
+    if (o.on_token) {
+      if (o.stop_token) read_tokens();  // the stopped rows' tokens replaced by the stop token
+      o.on_token(o.stop_token ? window(1) : last);
     }
-    if (o.on_token) o.on_token(on_device(next, {B, 1}, dev));
   }
+  read_tokens();
   std::vector<int64_t> out;
   for (auto& r : rows) {
     out.insert(out.end(), r.begin(), r.end());

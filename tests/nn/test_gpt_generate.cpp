@@ -178,6 +178,30 @@ TEST(GptGenerate, TopKTopPAndStopToken) {
   EXPECT_EQ(calls, std::min<int64_t>(6, last_stop - 4 + 1));
 }
 
+// Tokens are drawn on the device: the first draw is the one multinomial(softmax(logits / t)) makes
+// from the same generator state, and with top_k every drawn token is among the k largest logits
+// (found by an exact search over the floats' order, negative logits included).
+TEST(GptGenerate, DeviceDrawIsMultinomialsDrawWithinTopK) {
+  nn::GPT g = model();
+  Tensor prompt = tokens(2, 4, 9);
+  Generator ga(5), gb(5);
+  Recorded one = run(g, prompt, 1, {.temperature = 0.8, .generator = &ga});
+  Tensor want = multinomial((tensor(one.logits[0], {2, 50}) / 0.8).softmax(-1), 1, false, gb);
+  EXPECT_EQ(one.out.slice(1, 4, 5).to_vector<int64_t>(), want.to_vector<int64_t>());
+  for (int64_t k : {1, 7, 49}) {
+    Generator gk(static_cast<uint64_t>(k));
+    Recorded r = run(g, prompt, 8, {.top_k = k, .generator = &gk});
+    auto out = r.out.to_vector<int64_t>();
+    for (size_t s = 0; s < 8; s++)
+      for (int64_t b = 0; b < 2; b++) {
+        std::vector<float> row(r.logits[s].begin() + b * 50, r.logits[s].begin() + (b + 1) * 50);
+        float drawn = row[size_t(out[size_t(b * 12 + 4) + s])];
+        std::sort(row.begin(), row.end(), std::greater<float>());
+        EXPECT_GE(drawn, row[size_t(k - 1)]) << "top_k " << k << " row " << b << " step " << s;
+      }
+  }
+}
+
 TEST(GptGenerate, ArgumentErrors) {
   nn::GPT g = model();
   Tensor prompt = tokens(2, 4, 7);
