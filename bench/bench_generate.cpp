@@ -1,7 +1,8 @@
 // Generation with nn::GPT's key/value cache: GPT-2 124M shape with random weights, a random prompt
 // of P tokens, N new tokens sampled (temperature 1, top_k 50), batch 1 and 8, on the default
-// device (KILN_DEVICE). One JSON line per batch: time to first token (the prompt's forward and the
-// first draw), decoding tokens/s after it, the kernels compiled by the timed run (0: warm), and
+// device (KILN_DEVICE), each step's tokens read to the host as they come (streaming, as
+// bench/torch_generate.py does). One JSON line per batch: time to first token (the prompt's forward
+// and the first draw), decoding tokens/s after it, the kernels compiled by the timed run (0: warm), and
 // what rewriting the whole cache costs a step (kiln has no in-place store: each step's K and V
 // writes are a where over every layer's (B, H, block_size, D) cache, timed here alone).
 // bench/torch_generate.py prints the same fields for PyTorch.
@@ -99,7 +100,8 @@ int main(int argc, char** argv) {
     int64_t compiled = stats().kernels_compiled;
     Clock::time_point start = Clock::now(), first;
     int64_t seen = 0;
-    model->generate(prompt, N, {.top_k = 50, .generator = &gen, .on_token = [&](const Tensor&) {
+    model->generate(prompt, N, {.top_k = 50, .generator = &gen, .on_token = [&](const Tensor& t) {
+                                  t.to_vector<int64_t>();  // streamed: each step's tokens read
                                   if (seen++ == 0) first = Clock::now();
                                 }});
     Clock::time_point end = Clock::now();
