@@ -2,8 +2,8 @@
 // of P tokens, N new tokens sampled (temperature 1, top_k 50), batch 1 and 8, on the default
 // device (KILN_DEVICE), each step's tokens read to the host as they come (streaming, as
 // bench/torch_generate.py does). One JSON line per batch: time to first token (the prompt's forward
-// and the first draw), decoding tokens/s after it, the kernels compiled by the timed run (0: warm), and
-// what rewriting the whole cache costs a step (kiln has no in-place store: each step's K and V
+// and the first draw), decoding tokens/s after it, the kernels compiled by the timed run (0:
+// warm), and what rewriting the whole cache costs a step (kiln has no in-place store: each step's K and V
 // writes are a where over every layer's (B, H, block_size, D) cache, timed here alone).
 // bench/torch_generate.py prints the same fields for PyTorch.
 // Usage: bench_generate [--small] [--layers L] [--prompt P] [--new N] [--batch B,B,...]
