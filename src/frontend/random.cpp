@@ -117,6 +117,13 @@ Tensor uniform_open0(const Shape& s, const Tensor& key, int k) {
   return (bits48(s, key, k).to(DType::F64) + 1.0) * std::ldexp(1.0, -48);
 }
 
+Tensor exponential(const Shape& s, const Tensor& key, int k) {
+  Tensor rest =
+      (kiln::full({}, Scalar((int64_t{1} << 48) - 1), DType::I64) - bits48(s, key, k)).to(DType::F32) *
+      static_cast<float>(std::ldexp(1.0, -48));  // 1 - u
+  return (rest * -1.0).log1p() * -1.0;
+}
+
 }  // namespace frontend
 
 std::pair<uint64_t, uint64_t> Generator::take(int64_t n) {

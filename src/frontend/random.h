@@ -16,4 +16,8 @@ Tensor draw_key(Generator& g, int64_t n, int streams, std::optional<Device> d);
 // element i is what multinomial draws for element i of a draw at the key's seed and offset.
 Tensor uniform_open0(const Shape& s, const Tensor& key, int k);
 
+// -log(u) for that u, as f32: computed from 1 - u (log1p), so a u near 1 keeps its precision and
+// only u = 1 (a chance of 2^-48) gives 0.
+Tensor exponential(const Shape& s, const Tensor& key, int k);
+
 }  // namespace kiln::frontend

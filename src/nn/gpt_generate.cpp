@@ -70,8 +70,9 @@ Tensor draw_tokens(const Tensor& logits, double temperature, std::optional<int64
     }
     x = where(ord >= lo, x, -INFINITY);
   }
-  Tensor e = frontend::uniform_open0({B, V}, key, 0).log() * -1.0;
-  return (x.to(DType::F64) - e.log()).argmax(1, true);
+  // the scores in a buffer of their own: the argmax reads them twice (its max, then its index)
+  Tensor score = (x - frontend::exponential({B, V}, key, 0).log()).contiguous();
+  return score.argmax(1, true);
 }
 
 }  // namespace
