@@ -77,50 +77,87 @@ void ThreadPool::call(const std::function<void(int)>& job, int chunk) {
   }
 }
 
+namespace {
+
+void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// How long an idle worker watches for the next job before it sleeps: a step's kernels follow each
+// other within microseconds, and waking a sleeping thread costs tens of them.
+constexpr int kSpins = 1 << 11;
+
+}  // namespace
+
+int ThreadPool::claim(uint32_t generation, int chunks) {
+  uint64_t v = next_.load(std::memory_order_acquire);
+  while ((v >> 32) == generation && static_cast<int>(v & 0xffffffffu) < chunks)
+    if (next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel))
+      return static_cast<int>(v & 0xffffffffu);
+  return -1;
+}
+
 void ThreadPool::run(int chunks, const std::function<void(int)>& job) {
   std::lock_guard<std::mutex> one_job(run_mu_);  // callers on other threads wait their turn
-  std::unique_lock<std::mutex> l(mu_);
-  job_ = &job;
-  chunks_ = chunks;
-  next_ = 1;  // the calling thread takes chunk 0
-  pending_ = chunks - 1;
-  generation_++;
-  error_ = nullptr;
-  l.unlock();
-  cv_.notify_all();
-  call(job, 0);
-  while (true) {  // help with remaining chunks, then wait for the rest
-    l.lock();
-    if (next_ >= chunks_) break;
-    int c = next_++;
-    l.unlock();
-    call(job, c);
-    l.lock();
-    pending_--;
-    l.unlock();
+  const auto generation = static_cast<uint32_t>((next_.load() >> 32) + 1);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    job_ = &job;
+    chunks_ = chunks;
+    error_ = nullptr;
+    pending_.store(chunks - 1, std::memory_order_relaxed);
+    // the calling thread takes chunk 0; the release publishes the job to workers that see it
+    next_.store(uint64_t{generation} << 32 | 1, std::memory_order_release);
   }
-  done_cv_.wait(l, [this] { return pending_ == 0; });
+  if (sleepers_.load() > 0) cv_.notify_all();
+  call(job, 0);
+  for (int c; (c = claim(generation, chunks)) >= 0;) {  // help with the remaining chunks
+    call(job, c);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  for (int spin = 0; pending_.load(std::memory_order_acquire) > 0; spin++)  // the workers' last chunks
+    if (spin < kSpins)
+      pause();
+    else
+      std::this_thread::yield();
+  std::lock_guard<std::mutex> l(mu_);
   job_ = nullptr;
-  std::exception_ptr e = std::exchange(error_, nullptr);
-  l.unlock();
-  if (e) std::rethrow_exception(e);
+  if (std::exception_ptr e = std::exchange(error_, nullptr)) std::rethrow_exception(e);
 }
 
 void ThreadPool::work() {
-  uint64_t seen = 0;
-  std::unique_lock<std::mutex> l(mu_);
+  uint32_t seen = 0;
   while (true) {
-    cv_.wait(l, [&] { return stop_ || (generation_ != seen && job_ && next_ < chunks_); });
-    if (stop_) return;
-    while (job_ && next_ < chunks_) {
-      int c = next_++;
-      const auto* job = job_;
-      l.unlock();
-      call(*job, c);
-      l.lock();
-      if (--pending_ == 0) done_cv_.notify_all();
+    uint64_t v = next_.load(std::memory_order_acquire);
+    for (int spin = 0; (v >> 32) == seen && spin < kSpins; spin++) {
+      pause();
+      v = next_.load(std::memory_order_acquire);
     }
-    seen = generation_;
+    if ((v >> 32) == seen) {  // no job came: sleep until one does
+      std::unique_lock<std::mutex> l(mu_);
+      sleepers_++;
+      cv_.wait(l, [&] { return stop_ || (next_.load() >> 32) != seen; });
+      sleepers_--;
+      if (stop_) return;
+      continue;
+    }
+    seen = static_cast<uint32_t>(v >> 32);
+    const std::function<void(int)>* job;
+    int chunks;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (stop_) return;
+      if ((next_.load() >> 32) != seen || !job_) continue;  // that job is over (or a newer one began)
+      job = job_, chunks = chunks_;
+    }
+    for (int c; (c = claim(seen, chunks)) >= 0;) {
+      call(*job, c);
+      pending_.fetch_sub(1, std::memory_order_acq_rel);
+    }
   }
 }
 

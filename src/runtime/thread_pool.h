@@ -1,5 +1,6 @@
 // The runtime's thread pool: splits a kernel's outermost loop over KILN_THREADS workers.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -42,13 +43,19 @@ class ThreadPool {
   void work();
   void call(const std::function<void(int)>& job, int chunk);
   void stop();
+  // Claims the next chunk of job `generation`, or -1 when it has none left (or a newer job began).
+  int claim(uint32_t generation, int chunks);
 
   std::vector<std::thread> workers_;
   std::mutex run_mu_, mu_;
-  std::condition_variable cv_, done_cv_;
+  std::condition_variable cv_;
   const std::function<void(int)>* job_ = nullptr;
-  int chunks_ = 0, next_ = 0, pending_ = 0;
-  uint64_t generation_ = 0;
+  int chunks_ = 0;
+  // (job generation << 32) | next chunk: a worker claims chunks of the job it saw begin, never of a
+  // later one
+  std::atomic<uint64_t> next_{0};
+  std::atomic<int> pending_{0};   // chunks not finished
+  std::atomic<int> sleepers_{0};  // workers waiting on cv_
   bool stop_ = false;
   std::exception_ptr error_;
 };
