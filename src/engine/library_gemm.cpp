@@ -44,6 +44,7 @@ void use_library_gemm(runtime::Launch& l, const schedule::Kernel& k) {
   l.a_bytes = bytes(m->a_input, m->a_offset);
   l.b_bytes = bytes(m->b_input, m->b_offset);
   l.bias_bytes = bytes(m->bias_input, m->bias_offset);
+  l.aux_bytes = bytes(m->aux_input, m->aux_offset);
 }
 
 }  // namespace kiln::engine

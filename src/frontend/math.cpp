@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <thread>
 
 #include "frontend/autocast.h"
 #include "frontend/graph.h"
@@ -328,10 +329,21 @@ Tensor Tensor::gelu(bool tanh_approximation) const {
 }
 
 namespace {
-// the GEMM matcher takes gelu(true) into a library epilogue by matching this graph; registered as
-// the program starts, by the file that defines gelu
+// the GEMM matcher takes gelu(true) and its gradient into library epilogues by matching these
+// graphs; registered as the program starts, by the file that defines gelu
 [[maybe_unused]] const bool gelu_registered =
-    (schedule::set_gelu_graph([](const ir::NodeRef& x) { return Tensor(x).gelu(true).node(); }), true);
+    (schedule::set_gelu_graph([](const ir::NodeRef& x) { return Tensor(x).gelu(true).node(); }),
+     schedule::set_gelu_grad_graph([](const ir::NodeRef& x, const ir::NodeRef& dy) {
+       // on a thread of its own: a NoGradGuard, Autocast or Jit recording of the caller's (all per
+       // thread) would change the graph
+       ir::NodeRef dx;
+       std::thread([&] {
+         Tensor in(x);
+         dx = grad({in.gelu(true)}, {in}, {Tensor(dy)})[0].node();
+       }).join();
+       return dx;
+     }),
+     true);
 }  // namespace
 
 Tensor Tensor::elu(double alpha) const {

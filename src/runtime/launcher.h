@@ -34,7 +34,8 @@ struct Launch {
   std::shared_ptr<const schedule::MatchedMatmul> gemm;
   bool tf32 = false;
   size_t nouts = 0;
-  int64_t a_bytes = 0, b_bytes = 0, bias_bytes = 0;  // the operands' offsets in their buffers
+  // the operands' offsets in their buffers (aux: an aux matrix the epilogue reads)
+  int64_t a_bytes = 0, b_bytes = 0, bias_bytes = 0, aux_bytes = 0;
   // A kernel that a runner of the engine runs itself (a tile program: engine/runners.h): the launcher
   // calls this instead of the program, with the kernel's arguments. It only queues work on the
   // device (no host waits, no allocations), so that a CUDA graph can capture it.

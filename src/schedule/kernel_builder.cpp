@@ -449,7 +449,7 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
     return computed_per_row(q, {}, stats, points, reads, point_set);
   };
   // A point the GEMM library computes (forced, with a reduce of its own) stays the only output of
-  // its kernel, which the library runs.
+  // its kernel, which the library runs, but for a gelu of it that the library writes beside it.
   std::unordered_set<const Node*> forced_set;
   for (auto& f : forced) forced_set.insert(f.get());
   auto library_result = [&](const NodeRef& g) {
@@ -496,6 +496,23 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
       groups.push_back(std::move(group));
       inlines.emplace_back();
       continue;
+    }
+    if (library_result(p)) {
+      size_t j = i + 1;
+      for (; j < points.size(); j++) {
+        const NodeRef& q = points[j];
+        const auto& in = reads[q.get()];
+        if (!taken[j] && q->shape == p->shape && in.size() == 1 && in.count(p.get()) &&
+            library_gelu_aux(p, q, reads[p.get()]))
+          break;
+      }
+      if (j < points.size()) {
+        if (explain) why[points[j].get()] += "; the GEMM library computes it beside the matmul's result";
+        groups.push_back({p, points[j]});
+        inlines.emplace_back();
+        taken[j] = true;
+        continue;
+      }
     }
     std::vector<NodeRef> group{p};
     std::unordered_set<const Node*> inlined;  // row statistics this kernel computes, not reads

@@ -64,56 +64,90 @@ std::optional<Linear> linear(const NodeRef& e, std::map<int64_t, NodeRef>& range
   return l;
 }
 
-// The kernel-level expression of Tensor::gelu(true) applied to an f32 LOAD: matched node by node
-// against a kernel's epilogue, the LOAD standing for the pre-activation value.
-struct GeluTemplate {
-  NodeRef expr, input;
+// A kernel-level expression matched node by node against a kernel's epilogue: built from the
+// frontend's graph over stand-in f32 buffers, whose LOADs stand for the values the epilogue takes.
+struct Template {
+  NodeRef expr;
+  std::vector<NodeRef> inputs;  // the LOAD of each stand-in buffer, in the order they were given
 };
 
+// The one kernel computing `root` over the stand-in buffers `args` (ids below zero, never a real
+// buffer's): its stored value and the LOAD of each buffer.
+Template template_of(const NodeRef& root, const std::vector<NodeRef>& args) {
+  Schedule s = make_schedule(ir::rewrite_graph({root}));
+  const Kernel& k = s.kernels.at(0);
+  Template t{k.ast->src.at(0)->src[2], std::vector<NodeRef>(args.size())};
+  for (auto& n : ir::toposort({t.expr}))
+    if (n->op == Op::LOAD) {
+      const NodeRef& buffer = k.inputs.at(static_cast<size_t>(n->src[0]->ival()) - 1);
+      for (size_t i = 0; i < args.size(); i++)
+        if (buffer == args[i]) t.inputs[i] = n;
+    }
+  return t;
+}
+
+NodeRef stand_in(int64_t id) { return ir::make(Op::BUFFER, DType::F32, {2}, {}, {id, Device::cpu().code()}); }
+
 std::atomic<GeluGraph> gelu_graph{nullptr};
+std::atomic<GeluGradGraph> gelu_grad_graph{nullptr};
 
 // nullptr until the frontend registers gelu's graph
-const GeluTemplate* gelu_template() {
+const Template* gelu_template() {
   GeluGraph build = gelu_graph.load();
   if (!build) return nullptr;
-  static const GeluTemplate t = [build] {
-    // a stand-in buffer (id -1 is never a real buffer's)
-    NodeRef x = ir::make(Op::BUFFER, DType::F32, {2}, {}, {-1, Device::cpu().code()});
-    Schedule s = make_schedule(ir::rewrite_graph({build(x)}));
-    const NodeRef& store = s.kernels.at(0).ast->src.at(0);
-    GeluTemplate g{store->src[2], nullptr};
-    for (auto& n : ir::toposort({g.expr}))
-      if (n->op == Op::LOAD) g.input = n;
-    return g;
+  static const Template t = [build] {
+    NodeRef x = stand_in(-1);
+    return template_of(build(x), {x});
   }();
   return &t;
 }
 
-// Whether `v` is the template with its input replaced by one expression (bound into `x`).
-bool unify(const NodeRef& t, const NodeRef& v, const NodeRef& input, NodeRef& x,
-           std::set<std::pair<const ir::Node*, const ir::Node*>>& done) {
-  if (t == input) {
-    if (x && x != v) return false;
-    x = v;
-    return true;
-  }
+// nullptr until the frontend registers the graph of gelu's gradient
+const Template* gelu_grad_template() {
+  GeluGradGraph build = gelu_grad_graph.load();
+  if (!build) return nullptr;
+  static const Template t = [build] {
+    NodeRef x = stand_in(-1), dy = stand_in(-2);
+    return template_of(build(x, dy), {x, dy});
+  }();
+  return &t;
+}
+
+using Visited = std::set<std::pair<const ir::Node*, const ir::Node*>>;
+
+// Whether `v` is the template with each of its inputs replaced by one expression (bound into the
+// same place of `bound`).
+bool unify(const NodeRef& t, const NodeRef& v, const Template& tpl, std::vector<NodeRef>& bound,
+           Visited& done) {
+  for (size_t i = 0; i < tpl.inputs.size(); i++)
+    if (t == tpl.inputs[i]) {
+      if (bound[i] && bound[i] != v) return false;
+      bound[i] = v;
+      return true;
+    }
   if (done.count({t.get(), v.get()})) return true;
   if (t->op != v->op || t->dtype != v->dtype || t->arg != v->arg || t->fval != v->fval ||
       t->src.size() != v->src.size())
     return false;
   for (size_t i = 0; i < t->src.size(); i++)
-    if (!unify(t->src[i], v->src[i], input, x, done)) return false;
+    if (!unify(t->src[i], v->src[i], tpl, bound, done)) return false;
   done.insert({t.get(), v.get()});
   return true;
 }
 
+// The expressions `v` applies the template to, or an empty vector
+std::vector<NodeRef> template_inputs(const Template* tpl, const NodeRef& v) {
+  if (!tpl) return {};
+  std::vector<NodeRef> bound(tpl->inputs.size());
+  Visited done;
+  if (!unify(tpl->expr, v, *tpl, bound, done)) return {};
+  return bound;
+}
+
 // gelu(x) -> x, else nullptr
 NodeRef gelu_input(const NodeRef& v) {
-  const GeluTemplate* g = gelu_template();
-  if (!g) return nullptr;
-  NodeRef x;
-  std::set<std::pair<const ir::Node*, const ir::Node*>> done;
-  return unify(g->expr, v, g->input, x, done) ? x : nullptr;
+  std::vector<NodeRef> in = template_inputs(gelu_template(), v);
+  return in.empty() ? nullptr : in[0];
 }
 
 bool plain_load(const NodeRef& n) { return n->op == Op::LOAD && n->src.size() == 2; }
@@ -206,26 +240,27 @@ std::optional<GemmDesc> layout(const Operand& a, const Operand& b, const Linear&
   return d;
 }
 
-}  // namespace
-
-void set_gelu_graph(GeluGraph build) { gelu_graph.store(build); }
-
-std::optional<MatchedMatmul> match_matmul(const Kernel& k) {
-  const NodeRef& sink = k.ast;
-  if (k.outputs.size() != 1 || sink->op != Op::SINK || sink->src.size() != 1) return std::nullopt;
-  const NodeRef& store = sink->src[0];
+// The GEMM one STORE of a kernel with `nouts` outputs computes (its inputs are DEFINE_GLOBAL
+// nouts..).
+std::optional<MatchedMatmul> match_store(const NodeRef& store, size_t nouts) {
   if (store->op != Op::STORE || store->src.size() != 3) return std::nullopt;
   DType out = store->src[2]->dtype;
   if (!gemm_float(out)) return std::nullopt;
 
-  // epilogue, outside in: [cast] [gelu] [+ bias] sum
+  // epilogue, outside in: [cast] [gelu] [+ bias] sum, or [cast] sum * gelu'(aux)
   GemmEpilogue epi = GemmEpilogue::None;
-  NodeRef v = strip_casts(store->src[2], out), bias;
+  NodeRef v = strip_casts(store->src[2], out), bias, aux;
   if (NodeRef x = gelu_input(v)) {
     epi = GemmEpilogue::Gelu;
     v = strip_casts(x, out);
+  } else if (std::vector<NodeRef> in = template_inputs(gelu_grad_template(), v); !in.empty()) {
+    aux = strip_casts(in[0], out);  // the pre-activation, stored in the output's type
+    if (!plain_load(aux) || aux->dtype != out) return std::nullopt;
+    epi = GemmEpilogue::DGelu;
+    v = strip_casts(in[1], out);
   }
   if (v->op == Op::ADD) {
+    if (epi == GemmEpilogue::DGelu) return std::nullopt;
     for (int i = 0; i < 2 && !bias; i++) {
       NodeRef sum = strip_casts(v->src[i], out), other = strip_casts(v->src[1 - i], out);
       if (sum->op == Op::REDUCE && plain_load(other) && other->dtype == out) {
@@ -269,9 +304,11 @@ std::optional<MatchedMatmul> match_matmul(const Kernel& k) {
   }
   for (int64_t kr : k_ranges)
     if (c->coef.count(kr) || !p.idx.coef.count(kr) || !q.idx.coef.count(kr)) return std::nullopt;
-  std::optional<Linear> bias_idx;
+  std::optional<Linear> bias_idx, aux_idx;
   if (bias && !(bias_idx = linear(bias->src[1], ranges))) return std::nullopt;
-  if (ranges.size() != sizes.size()) return std::nullopt;  // the bias reads loops the product does not
+  if (aux && !(aux_idx = linear(aux->src[1], ranges))) return std::nullopt;
+  if (aux && aux_idx->coef != c->coef) return std::nullopt;  // the aux matrix is laid out as C
+  if (ranges.size() != sizes.size()) return std::nullopt;    // the bias reads loops the product does not
 
   // Which load is A: the reading that gives a valid layout and a bias along N.
   for (int swap = 0; swap < 2; swap++) {
@@ -293,11 +330,14 @@ std::optional<MatchedMatmul> match_matmul(const Kernel& k) {
       ok &= expect == d->n;
       if (!ok) continue;
     }
+    if (aux && d->batch != 1) continue;
     d->c_type = out;
     d->epilogue = epi;
     MatchedMatmul m;
     m.desc = *d;
-    auto input = [&](const NodeRef& load) { return static_cast<int>(load->src[0]->ival()) - 1; };
+    auto input = [&](const NodeRef& load) {
+      return static_cast<int>(load->src[0]->ival()) - static_cast<int>(nouts);
+    };
     m.a_input = input(a.load);
     m.b_input = input(b.load);
     m.a_offset = a.idx.offset;
@@ -306,8 +346,50 @@ std::optional<MatchedMatmul> match_matmul(const Kernel& k) {
       m.bias_input = input(bias);
       m.bias_offset = bias_idx->offset;
     }
+    if (aux) {
+      m.desc.ld_aux = d->ldc;
+      m.aux_input = input(aux);
+      m.aux_offset = aux_idx->offset;
+    }
     return m;
   }
+  return std::nullopt;
+}
+
+// A kernel storing a GEMM's pre-activation p and gelu(p) (a training forward keeps p for the
+// backward): the gelu is C, p the aux matrix, laid out as C and stored in its type.
+std::optional<MatchedMatmul> match_gelu_aux(const NodeRef& sink) {
+  for (size_t i = 0; i < 2; i++) {
+    const NodeRef &g = sink->src[i], &p = sink->src[1 - i];
+    if (g->op != Op::STORE || p->op != Op::STORE || g->src.size() != 3 || p->src.size() != 3) continue;
+    DType out = g->src[2]->dtype;
+    NodeRef x = gelu_input(strip_casts(g->src[2], out));
+    if (!x || p->src[2]->dtype != out || p->src[1] != g->src[1] ||
+        strip_casts(x, out) != strip_casts(p->src[2], out))
+      continue;
+    std::optional<MatchedMatmul> m = match_store(g, 2);
+    if (!m || m->desc.batch != 1) continue;
+    GemmEpilogue& e = m->desc.epilogue;
+    if (e != GemmEpilogue::Gelu && e != GemmEpilogue::BiasGelu) continue;
+    e = e == GemmEpilogue::Gelu ? GemmEpilogue::GeluAux : GemmEpilogue::BiasGeluAux;
+    m->desc.ld_aux = m->desc.ldc;
+    m->c_output = static_cast<int>(g->src[0]->ival());
+    m->aux_output = static_cast<int>(p->src[0]->ival());
+    return m;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void set_gelu_graph(GeluGraph build) { gelu_graph.store(build); }
+void set_gelu_grad_graph(GeluGradGraph build) { gelu_grad_graph.store(build); }
+
+std::optional<MatchedMatmul> match_matmul(const Kernel& k) {
+  const NodeRef& sink = k.ast;
+  if (sink->op != Op::SINK || sink->src.size() != k.outputs.size()) return std::nullopt;
+  if (k.outputs.size() == 1) return match_store(sink->src[0], 1);
+  if (k.outputs.size() == 2) return match_gelu_aux(sink);
   return std::nullopt;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/node.h"
@@ -49,6 +50,10 @@ Schedule make_schedule(const std::vector<ir::NodeRef>& roots, const ScheduleOpti
 // (library_gemm.cpp), and, given a schedule, more for the kernels that still do not match.
 std::vector<ir::NodeRef> library_gemm_plan(const std::vector<ir::NodeRef>& roots);
 std::vector<ir::NodeRef> library_gemm_points(const Schedule& s);
+// Whether the library computes point g, a gelu of the matmul result p, in p's kernel (p written as
+// its aux matrix, GELU_AUX), p reading the realized nodes and points `inputs`.
+bool library_gelu_aux(const ir::NodeRef& p, const ir::NodeRef& g,
+                      const std::unordered_set<const ir::Node*>& inputs);
 
 bool is_realized(const ir::NodeRef& n);  // BUFFER, or already computed into a buffer
 // Row structure: a reduce over the last axis only (keepdim), or an expand of that axis only.

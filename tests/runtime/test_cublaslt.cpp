@@ -5,7 +5,8 @@
 //
 // Tolerances: |got - want| <= rel * sum_k|a b| + round * |want| + abs, per case: f32 exact
 // rel 1e-5; TF32 rel 2e-3 (inputs keep 10 mantissa bits); bf16 / f16 outputs add two output ulps
-// (round 8e-3 / 1e-3); GELU epilogues add abs 2e-3 (cuBLASLt may evaluate tanh approximately). A
+// (round 8e-3 / 1e-3); GELU epilogues add abs 2e-3 (cuBLASLt may evaluate tanh approximately), and
+// the aux matrix GELU_AUX writes is held to the pre-activation's bounds. A
 // wrong transpose, stride or bias pointer gives errors of the order of the values themselves.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
@@ -132,6 +133,16 @@ TEST(CuBLASLtHost, UnsupportedDescriptorsAreNamed) {
   narrow.lda = 32;
   EXPECT_NE(gemm_unsupported(narrow), "");
   EXPECT_NE(gemm_unsupported(dense(0, 64, 64, DType::F32, DType::F32)), "");
+  GemmDesc aux = dense(64, 64, 64, DType::BF16, DType::BF16, false, true, 1, GemmEpilogue::BiasGeluAux);
+  aux.ld_aux = 64;
+  EXPECT_EQ(gemm_unsupported(aux), "");
+  aux.ld_aux = 68;  // cuBLASLt's aux rows are a multiple of 8 elements apart
+  EXPECT_NE(gemm_unsupported(aux), "");
+  aux.ld_aux = 56;
+  EXPECT_NE(gemm_unsupported(aux), "");
+  GemmDesc batched_aux = dense(64, 64, 64, DType::BF16, DType::BF16, false, false, 2, GemmEpilogue::DGelu);
+  batched_aux.ld_aux = 64;
+  EXPECT_NE(gemm_unsupported(batched_aux), "");
 }
 
 TEST(CuBLASLtHost, WithoutALibraryOrGpuGemmDeclines) {
@@ -177,7 +188,7 @@ Tolerance tolerance(const GemmDesc& d) {
   if (d.a_type != DType::F32) t.rel = 1e-4;
   if (d.c_type == DType::BF16) t.round = 8e-3;
   if (d.c_type == DType::F16) t.round = 1e-3;
-  if (d.epilogue == GemmEpilogue::Gelu || d.epilogue == GemmEpilogue::BiasGelu) t.abs += 2e-3;
+  if (d.epilogue != GemmEpilogue::None && d.epilogue != GemmEpilogue::Bias) t.abs += 2e-3;
   return t;
 }
 
@@ -189,34 +200,45 @@ Tolerance tolerance(const GemmDesc& d) {
   } while (0)
 
 // Runs d on cuda:0 with random inputs (A starting `a_shift` elements into its buffer) and compares
-// with the float64 reference; `bias_seed` picks the bias values.
+// with the float64 reference; `bias_seed` picks the bias values. With an aux epilogue the aux matrix
+// is random pre-activations (DGELU reads them) or checked against the reference's (GELU_AUX writes
+// them).
 void check_gemm(const GemmDesc& d, int64_t a_shift = 0, uint64_t bias_seed = 3) {
   SCOPED_TRACE(describe(d));
   Operand a = upload_random(a_extent(d) + a_shift, d.a_type, 1), b = upload_random(b_extent(d), d.b_type, 2);
   Operand bias = upload_random(d.n, d.c_type, bias_seed);
   Operand c = upload_random(c_extent(d), d.c_type, 4);  // garbage the GEMM must overwrite
-  bool ran = runtime::cuda::gemm(0, d, ptr(a, a_shift), ptr(b), ptr(c), d.has_bias() ? ptr(bias) : 0);
+  Operand aux = upload_random(d.has_aux() ? d.m * d.ld_aux : 1, d.c_type, 5);
+  bool ran = runtime::cuda::gemm(0, d, ptr(a, a_shift), ptr(b), ptr(c), d.has_bias() ? ptr(bias) : 0,
+                                 d.has_aux() ? ptr(aux) : 0);
   ASSERT_TRUE(ran) << "cuBLASLt declined the descriptor (no algorithm, or unsupported): "
                    << runtime::cuda::gemm_unsupported(d);
   synchronize(Device::cuda(0));
   std::shared_ptr<Buffer> out = c.device->to(Device::cpu());
+  std::shared_ptr<Buffer> aux_out = aux.device->to(Device::cpu());
   GemmReference want = reference_gemm(
       d, [&](int64_t e) { return a.host[static_cast<size_t>(a_shift + e)]; },
       [&](int64_t e) { return b.host[static_cast<size_t>(e)]; },
-      [&](int64_t e) { return bias.host[static_cast<size_t>(e)]; });
+      [&](int64_t e) { return bias.host[static_cast<size_t>(e)]; },
+      [&](int64_t e) { return aux.host[static_cast<size_t>(e)]; });
+  bool writes_aux = d.epilogue == GemmEpilogue::GeluAux || d.epilogue == GemmEpilogue::BiasGeluAux;
   Tolerance tol = tolerance(d);
   int bad = 0;
   double worst = 0;
+  auto check = [&](const char* what, int64_t bt, int64_t m, int64_t n, double got, double w, double scale) {
+    double err = std::fabs(got - w), bound = tol.rel * scale + tol.round * std::fabs(w) + tol.abs;
+    worst = std::max(worst, err / bound);
+    if (!(err <= bound) && bad++ < 5)
+      ADD_FAILURE() << what << "[" << bt << "][" << m << "][" << n << "] = " << got << ", float64 reference "
+                    << w << " (error " << err << ", allowed " << bound << ")";
+  };
   for (int64_t bt = 0; bt < d.batch; bt++)
     for (int64_t m = 0; m < d.m; m++)
       for (int64_t n = 0; n < d.n; n++) {
         size_t i = static_cast<size_t>((bt * d.m + m) * d.n + n);
-        double got = out->get_f(c_offset(d, bt, m, n)), w = want.c[i];
-        double err = std::fabs(got - w), bound = tol.rel * want.scale[i] + tol.round * std::fabs(w) + tol.abs;
-        worst = std::max(worst, err / bound);
-        if (!(err <= bound) && bad++ < 5)
-          ADD_FAILURE() << "C[" << bt << "][" << m << "][" << n << "] = " << got << ", float64 reference "
-                        << w << " (error " << err << ", allowed " << bound << ")";
+        check("C", bt, m, n, out->get_f(c_offset(d, bt, m, n)), want.c[i], want.scale[i]);
+        if (writes_aux)
+          check("aux", bt, m, n, aux_out->get_f(aux_offset(d, m, n)), want.pre[i], want.scale[i]);
       }
   EXPECT_EQ(bad, 0) << bad << " elements out of tolerance; worst error / allowed = " << worst;
 }
@@ -259,6 +281,22 @@ TEST(CuBLASLt, Epilogues) {
       check_gemm(dense(96, 80, 72, t, t, false, true, 1, e));  // Linear: x w^T (+ b)
 }
 
+// A training MLP's gelu: GELU_AUX(_BIAS) writes the pre-activation beside the gelu, DGELU multiplies
+// a product by gelu' of a pre-activation it reads; the aux matrix with rows as long as C's or padded.
+TEST(CuBLASLt, GeluAuxEpilogues) {
+  REQUIRE_GPU();
+  for (DType t : {DType::BF16, DType::F16, DType::F32})
+    for (GemmEpilogue e : {GemmEpilogue::GeluAux, GemmEpilogue::BiasGeluAux, GemmEpilogue::DGelu})
+      for (int64_t pad : {0, 8}) {
+        GemmDesc d = dense(96, 80, 72, t, t, false, true, 1, e);
+        d.ld_aux = d.n + pad;
+        check_gemm(d);
+      }
+  GemmDesc back = dense(128, 256, 64, DType::BF16, DType::BF16, false, false, 1, GemmEpilogue::DGelu);
+  back.ld_aux = 256;  // dout w: w not transposed, as a Linear's backward reads it
+  check_gemm(back);
+}
+
 TEST(CuBLASLt, Batched) {
   REQUIRE_GPU();
   check_gemm(dense(64, 48, 40, DType::F32, DType::F32, false, false, 3));
@@ -296,6 +334,12 @@ TEST(CuBLASLt, UnsupportedDescriptorIsDeclinedNotThrown) {
   EXPECT_NO_THROW(
       ran = runtime::cuda::gemm(0, dense(64, 64, 64, DType::F32, DType::BF16), ptr(a), ptr(a), ptr(a), 0));
   EXPECT_FALSE(ran);
+  // an aux matrix not 16-byte aligned, or missing
+  GemmDesc d = dense(64, 64, 64, DType::F32, DType::F32, false, false, 1, GemmEpilogue::GeluAux);
+  d.ld_aux = 64;
+  Operand c = upload_random(64 * 64 + 1, DType::F32, 2);
+  EXPECT_FALSE(runtime::cuda::gemm(0, d, ptr(a), ptr(a), ptr(c), 0, ptr(c, 1)));
+  EXPECT_FALSE(runtime::cuda::gemm(0, d, ptr(a), ptr(a), ptr(c), 0, 0));
 }
 
 // A new plan times the heuristic's candidates on the call's operands and keeps the fastest (said at

@@ -6,6 +6,7 @@
 #include <kiln/nn.h>
 
 #include <cmath>
+#include <map>
 
 #include "gemm_reference.h"
 #include "helpers.h"
@@ -388,4 +389,147 @@ TEST(MatchMatmul, LinearsAddTheirBiasInTheEpilogue) {
     EXPECT_EQ(gemms, 1) << autocast;
     EXPECT_TRUE(expect_matches_reference(y, autocast ? 1e-2 : 1e-4, autocast ? 1e-2 : 1e-4));
   }
+}
+
+// --- a gelu and its gradient taken into the GEMM (GELU_AUX, DGELU) ---
+
+namespace {
+
+// A GPT MLP's first half under bf16 autocast, forward and backward: y = proj(gelu(fc(x))), with
+// `hidden` features between the two linears and `tanh` choosing gelu's approximation.
+struct Mlp {
+  std::vector<Tensor> forward, backward;  // y; the gradients of fc's weight and bias and of x
+};
+Mlp gelu_mlp(int64_t hidden, bool tanh = true) {
+  nn::Linear fc(256, hidden), proj(hidden, 256);
+  Tensor x = random_tensor({2, 128, 256}, DType::F32, -1, 1, 31);
+  x.requires_grad_();
+  Tensor y;
+  {
+    Autocast ac(DType::BF16);
+    y = proj(fc(x).gelu(tanh));
+  }
+  Tensor loss = (y.to(DType::F32) * random_tensor({2, 128, 256}, DType::F32, -1, 1, 32)).sum();
+  return {{y}, grad({loss}, {fc->weight, fc->bias, x})};
+}
+
+std::vector<schedule::Kernel> library_kernels(const std::vector<Tensor>& ts) {
+  std::vector<ir::NodeRef> roots;
+  for (auto& t : ts) roots.push_back(t.node());
+  return schedule::make_schedule(ir::rewrite_graph(roots), {.library_gemm = true}).kernels;
+}
+
+// The library GEMMs of a schedule by epilogue, each checked against the kernel it replaces: the
+// float64 GEMM over the matched strides, on the kernel's inputs computed on the CPU, against its
+// outputs computed there (C, and the aux matrix where the epilogue writes one).
+std::map<GemmEpilogue, int> check_library_gemms(const std::vector<schedule::Kernel>& ks) {
+  std::map<GemmEpilogue, int> count;
+  for (const schedule::Kernel& k : ks) {
+    auto m = schedule::match_matmul(k);
+    if (!m || !schedule::worth_library_gemm(m->desc)) continue;
+    count[m->desc.epilogue]++;
+    auto reader = [&](int input, int64_t offset) -> ElementReader {
+      if (input < 0) return [](int64_t) { return 0.0; };
+      Tensor in(k.inputs.at(static_cast<size_t>(input)));
+      std::shared_ptr<std::vector<double>> v = std::make_shared<std::vector<double>>(in.to_vector<double>());
+      return [v, offset](int64_t e) { return v->at(static_cast<size_t>(offset + e)); };
+    };
+    GemmReference want =
+        reference_gemm(m->desc, reader(m->a_input, m->a_offset), reader(m->b_input, m->b_offset),
+                       reader(m->bias_input, m->bias_offset), reader(m->aux_input, m->aux_offset));
+    auto compare = [&](int output, const std::vector<double>& expect, const char* what) {
+      std::vector<double> got = Tensor(k.outputs.at(static_cast<size_t>(output))).to_vector<double>();
+      ASSERT_EQ(got.size(), expect.size());
+      int bad = 0;
+      for (size_t i = 0; i < got.size() && bad < 5; i++)
+        if (std::fabs(got[i] - expect[i]) > 2e-2 * (want.scale[i] + std::fabs(expect[i])) + 1e-3) {
+          ADD_FAILURE() << what << " element " << i << ": kernel " << got[i]
+                        << ", GEMM over the matched strides " << expect[i] << " (epilogue "
+                        << static_cast<int>(m->desc.epilogue) << ")";
+          bad++;
+        }
+    };
+    compare(m->c_output, want.c, "C");
+    if (m->aux_output >= 0) compare(m->aux_output, want.pre, "aux");
+  }
+  return count;
+}
+
+}  // namespace
+
+// The fc layer of an MLP writes gelu(x w^T + b) and, as the aux matrix, x w^T + b for the backward:
+// one kernel with both outputs; the backward's gradient through the gelu is the epilogue of the
+// matmul by proj's weight, reading that aux matrix.
+TEST(MatchMatmul, MlpGeluTakesItsPreActivationAndGradientIntoTheGemm) {
+  Mlp mlp = gelu_mlp(1024);
+  auto ks = library_kernels({mlp.forward[0], mlp.backward[0], mlp.backward[1], mlp.backward[2]});
+  const schedule::Kernel* fwd = nullptr;
+  const schedule::Kernel* bwd = nullptr;
+  for (auto& k : ks)
+    if (auto m = schedule::match_matmul(k)) {
+      if (m->desc.epilogue == GemmEpilogue::BiasGeluAux) fwd = &k;
+      if (m->desc.epilogue == GemmEpilogue::DGelu) bwd = &k;
+    }
+  ASSERT_TRUE(fwd) << "no GELU_AUX_BIAS GEMM";
+  ASSERT_TRUE(bwd) << "no DGELU GEMM";
+  auto f = *schedule::match_matmul(*fwd);
+  ASSERT_EQ(fwd->outputs.size(), 2u);
+  EXPECT_EQ(f.desc.m, 256);
+  EXPECT_EQ(f.desc.n, 1024);
+  EXPECT_EQ(f.desc.k, 256);
+  EXPECT_EQ(f.desc.c_type, DType::BF16);
+  EXPECT_EQ(f.desc.ld_aux, 1024);
+  EXPECT_GE(f.bias_input, 0);
+  EXPECT_EQ(f.c_output + f.aux_output, 1);
+  ir::NodeRef h = fwd->outputs[static_cast<size_t>(f.aux_output)];
+  auto b = *schedule::match_matmul(*bwd);
+  EXPECT_EQ(b.desc.m, 256);
+  EXPECT_EQ(b.desc.n, 1024);
+  EXPECT_EQ(b.desc.k, 256);
+  EXPECT_EQ(b.desc.ld_aux, 1024);
+  EXPECT_EQ(b.bias_input, -1);
+  ASSERT_GE(b.aux_input, 0);
+  EXPECT_EQ(bwd->inputs[static_cast<size_t>(b.aux_input)], h);  // the backward reads what the forward kept
+  // no kernel computes the gelu or its gradient alone, and every GEMM reads what its kernel does
+  auto count = check_library_gemms(ks);
+  EXPECT_EQ(count[GemmEpilogue::BiasGeluAux], 1);
+  EXPECT_EQ(count[GemmEpilogue::DGelu], 1);
+  EXPECT_EQ(count[GemmEpilogue::Bias], 1);  // proj
+  EXPECT_EQ(count[GemmEpilogue::None], 2);  // the gradients of fc's weight and of x
+  EXPECT_EQ(ks.size(), 14u);                // 16 with the gelu and its gradient in kernels of their own
+}
+
+TEST(MatchMatmul, ErfGeluStaysOutOfTheGemm) {
+  Mlp mlp = gelu_mlp(1024, false);
+  auto count = check_library_gemms(library_kernels({mlp.forward[0], mlp.backward[0], mlp.backward[2]}));
+  EXPECT_EQ(count[GemmEpilogue::BiasGeluAux] + count[GemmEpilogue::DGelu] + count[GemmEpilogue::GeluAux], 0);
+  EXPECT_EQ(count[GemmEpilogue::Bias], 2);
+}
+
+// cuBLASLt's aux matrix needs rows a multiple of 8 elements apart: 1020 features keep the gelu and
+// its gradient in kernels of their own.
+TEST(MatchMatmul, GeluAuxNeedsRowsAMultipleOf8Apart) {
+  Mlp mlp = gelu_mlp(1020);
+  auto count = check_library_gemms(library_kernels({mlp.forward[0], mlp.backward[0], mlp.backward[2]}));
+  EXPECT_EQ(count[GemmEpilogue::BiasGeluAux] + count[GemmEpilogue::DGelu], 0);
+  EXPECT_EQ(count[GemmEpilogue::Bias], 2);
+}
+
+// The pre-activation or the gelu read by other work as well: what is fused still computes what the
+// kernels it replaces did, and the gradient through the gelu, summed with another, is no DGELU.
+TEST(MatchMatmul, GeluWithOtherReadersFusesOnlyWhatItMay) {
+  nn::Linear fc(256, 1024), proj(1024, 256);
+  Tensor x = random_tensor({2, 128, 256}, DType::F32, -1, 1, 33);
+  x.requires_grad_();
+  Tensor y, h;
+  {
+    Autocast ac(DType::BF16);
+    h = fc(x);
+    y = proj(h.gelu(true));
+  }
+  Tensor r = random_tensor({2, 128, 256}, DType::F32, -1, 1, 34);
+  Tensor loss = (y.to(DType::F32) * r).sum() + (h.to(DType::F32) * h.to(DType::F32)).sum();
+  std::vector<Tensor> g = grad({loss}, {fc->weight, x});
+  auto count = check_library_gemms(library_kernels({y, h * 2.0, g[0], g[1]}));
+  EXPECT_EQ(count[GemmEpilogue::DGelu], 0);
 }

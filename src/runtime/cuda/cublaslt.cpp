@@ -49,11 +49,17 @@ constexpr int kDescTransA = 3;       // CUBLASLT_MATMUL_DESC_TRANSA, int32_t
 constexpr int kDescTransB = 4;       // CUBLASLT_MATMUL_DESC_TRANSB, int32_t
 constexpr int kDescEpilogue = 7;     // CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t
 constexpr int kDescBiasPointer = 8;  // CUBLASLT_MATMUL_DESC_BIAS_POINTER, const void*
+constexpr int kDescAuxPointer = 11;  // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, void*
+constexpr int kDescAuxLd = 12;       // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t (elements)
+constexpr int kDescAuxType = 22;     // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, int32_t
 // cublasLtEpilogue_t (cublasLt.h)
-constexpr uint32_t kEpilogueDefault = 1;    // CUBLASLT_EPILOGUE_DEFAULT
-constexpr uint32_t kEpilogueBias = 4;       // CUBLASLT_EPILOGUE_BIAS
-constexpr uint32_t kEpilogueGelu = 32;      // CUBLASLT_EPILOGUE_GELU
-constexpr uint32_t kEpilogueGeluBias = 36;  // CUBLASLT_EPILOGUE_GELU_BIAS = GELU | BIAS
+constexpr uint32_t kEpilogueDefault = 1;        // CUBLASLT_EPILOGUE_DEFAULT
+constexpr uint32_t kEpilogueBias = 4;           // CUBLASLT_EPILOGUE_BIAS
+constexpr uint32_t kEpilogueGelu = 32;          // CUBLASLT_EPILOGUE_GELU
+constexpr uint32_t kEpilogueGeluBias = 36;      // CUBLASLT_EPILOGUE_GELU_BIAS = GELU | BIAS
+constexpr uint32_t kEpilogueGeluAux = 160;      // CUBLASLT_EPILOGUE_GELU_AUX = GELU | 128
+constexpr uint32_t kEpilogueGeluAuxBias = 164;  // CUBLASLT_EPILOGUE_GELU_AUX_BIAS = GELU_AUX | BIAS
+constexpr uint32_t kEpilogueDGelu = 192;        // CUBLASLT_EPILOGUE_DGELU = 64 | 128
 // cublasLtMatrixLayoutAttribute_t (cublasLt.h)
 constexpr int kLayoutBatchCount = 5;   // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, int32_t
 constexpr int kLayoutBatchStride = 6;  // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64_t
@@ -173,6 +179,9 @@ uint32_t epilogue_code(GemmEpilogue e) {
     case GemmEpilogue::Bias: return kEpilogueBias;
     case GemmEpilogue::Gelu: return kEpilogueGelu;
     case GemmEpilogue::BiasGelu: return kEpilogueGeluBias;
+    case GemmEpilogue::GeluAux: return kEpilogueGeluAux;
+    case GemmEpilogue::BiasGeluAux: return kEpilogueGeluAuxBias;
+    case GemmEpilogue::DGelu: return kEpilogueDGelu;
   }
   return kEpilogueDefault;
 }
@@ -187,14 +196,14 @@ uint32_t alignment(CUdeviceptr p) {
 // A descriptor at given operand alignments: the cache key of a plan.
 struct PlanKey {
   GemmDesc d;
-  uint32_t align_a = 0, align_b = 0, align_c = 0, align_bias = 0;
+  uint32_t align_a = 0, align_b = 0, align_c = 0, align_bias = 0, align_aux = 0;
   bool operator==(const PlanKey&) const = default;
 };
 struct PlanKeyHash {
   size_t operator()(const PlanKey& k) const {
     return GemmDescHash()(k.d) ^ (static_cast<size_t>(k.align_a) << 1) ^
            (static_cast<size_t>(k.align_b) << 11) ^ (static_cast<size_t>(k.align_c) << 21) ^
-           (static_cast<size_t>(k.align_bias) << 31);
+           (static_cast<size_t>(k.align_bias) << 31) ^ (static_cast<size_t>(k.align_aux) << 41);
   }
 };
 
@@ -265,7 +274,7 @@ bool make_layout(const LtApi& lt, LtLayout* out, int type, const ColumnMajorLayo
 
 // The operands of the call a plan is made for: its candidates are timed on them.
 struct Operands {
-  CUdeviceptr a, b, c, bias, workspace;
+  CUdeviceptr a, b, c, bias, aux, workspace;
   CUstream stream;
 };
 
@@ -303,11 +312,13 @@ std::string choice_path(const LtApi& lt, const PlanKey& key, const std::string& 
   const GemmDesc& d = key.d;
   std::ostringstream k;
   k << "cublaslt " << lt.cublasLtGetVersion() << " " << device;
-  for (int64_t v : {d.m, d.n, d.k, d.batch, d.lda, d.ldb, d.ldc, d.stride_a, d.stride_b, d.stride_c})
+  for (int64_t v :
+       {d.m, d.n, d.k, d.batch, d.lda, d.ldb, d.ldc, d.stride_a, d.stride_b, d.stride_c, d.ld_aux})
     k << " " << v;
   k << " " << d.trans_a << d.trans_b << d.allow_tf32 << " " << static_cast<int>(d.epilogue) << " "
     << static_cast<int>(d.a_type) << " " << static_cast<int>(d.b_type) << " " << static_cast<int>(d.c_type)
-    << " " << key.align_a << " " << key.align_b << " " << key.align_c << " " << key.align_bias;
+    << " " << key.align_a << " " << key.align_b << " " << key.align_c << " " << key.align_bias << " "
+    << key.align_aux;
   return cache_dir() + "/gemm_" + hash_hex(hash_string(k.str())) + ".algo";
 }
 
@@ -352,6 +363,15 @@ std::unique_ptr<Plan> make_plan(const LtApi& lt, LtHandle handle, const PlanKey&
   if (ok && d.has_bias()) {  // the heuristic reads the pointer's alignment
     const void* bp = reinterpret_cast<const void*>(static_cast<uintptr_t>(bias));
     ok = lt.cublasLtMatmulDescSetAttribute(p->desc, kDescBiasPointer, &bp, sizeof(bp)) == kStatusSuccess;
+  }
+  if (ok && d.has_aux()) {  // laid out as cuBLASLt's D: N x M column-major, ld_aux apart
+    void* ap = reinterpret_cast<void*>(static_cast<uintptr_t>(o.aux));
+    int64_t ld = d.ld_aux;
+    ok = lt.cublasLtMatmulDescSetAttribute(p->desc, kDescAuxPointer, &ap, sizeof(ap)) == kStatusSuccess &&
+         lt.cublasLtMatmulDescSetAttribute(p->desc, kDescAuxLd, &ld, sizeof(ld)) == kStatusSuccess;
+    // D's type, also the default: a library older than the attribute refuses it and keeps D's type
+    int32_t type = cuda_type(d.c_type);
+    lt.cublasLtMatmulDescSetAttribute(p->desc, kDescAuxType, &type, sizeof(type));
   }
   // cuBLASLt's first operand is kiln's B, its second kiln's A
   ok = ok && make_layout(lt, &p->first, cuda_type(d.b_type), cm.first, d.batch) &&
@@ -423,6 +443,9 @@ std::string gemm_unsupported(const GemmDesc& d) {
   if (d.ldc < d.n) return "ldc is smaller than N";
   if (d.stride_a < 0 || d.stride_b < 0 || d.stride_c < 0) return "negative batch strides";
   if (d.batch > 1 && d.stride_c < d.m * d.ldc) return "the output matrices of the batch overlap";
+  if (d.has_aux() && d.batch != 1) return "an aux epilogue with a batch of matrices";
+  if (d.has_aux() && d.ld_aux < d.n) return "ld_aux is smaller than N";
+  if (d.has_aux() && d.ld_aux % 8) return "ld_aux is not a multiple of 8 (cuBLASLt's aux matrix needs it)";
   return "";
 }
 
@@ -443,9 +466,11 @@ ColumnMajorGemm to_column_major(const GemmDesc& d) {
   return r;
 }
 
-bool gemm(int ordinal, const GemmDesc& d, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUdeviceptr bias) {
+bool gemm(int ordinal, const GemmDesc& d, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUdeviceptr bias,
+          CUdeviceptr aux) {
   const LtApi* lt = lt_api();
   if (!lt || !api() || !gemm_unsupported(d).empty() || (d.has_bias() && !bias)) return false;
+  if (d.has_aux() && (!aux || aux % 16)) return false;  // cuBLASLt's aux pointer is 16-byte aligned
   Context& ctx = context(ordinal);  // current on this thread; throws for a device that does not exist
   DeviceState& s = device_state(ordinal);
   std::lock_guard<std::mutex> l(s.mu);
@@ -455,18 +480,28 @@ bool gemm(int ordinal, const GemmDesc& d, CUdeviceptr a, CUdeviceptr b, CUdevice
     if (s.handle) s.workspace = device_alloc(ordinal, kWorkspaceBytes);
   }
   if (!s.handle) return false;
-  PlanKey key{d, alignment(a), alignment(b), alignment(c), d.has_bias() ? alignment(bias) : 0};
+  PlanKey key{d,
+              alignment(a),
+              alignment(b),
+              alignment(c),
+              d.has_bias() ? alignment(bias) : 0,
+              d.has_aux() ? alignment(aux) : 0};
   auto it = s.plans.find(key);
   if (it == s.plans.end())
     it = s.plans
-             .emplace(key,
-                      make_plan(*lt, s.handle, key, {a, b, c, bias, s.workspace, ctx.stream}, ctx.info.name))
+             .emplace(key, make_plan(*lt, s.handle, key, {a, b, c, bias, aux, s.workspace, ctx.stream},
+                                     ctx.info.name))
              .first;
   Plan& p = *it->second;
   if (!p.ok) return false;
   if (d.has_bias()) {  // the plan is shared by calls with other bias buffers of the same alignment
     const void* bp = reinterpret_cast<const void*>(static_cast<uintptr_t>(bias));
     if (lt->cublasLtMatmulDescSetAttribute(p.desc, kDescBiasPointer, &bp, sizeof(bp)) != kStatusSuccess)
+      return false;
+  }
+  if (d.has_aux()) {  // likewise the aux matrix
+    void* ap = reinterpret_cast<void*>(static_cast<uintptr_t>(aux));
+    if (lt->cublasLtMatmulDescSetAttribute(p.desc, kDescAuxPointer, &ap, sizeof(ap)) != kStatusSuccess)
       return false;
   }
   const float alpha = 1.0f, beta = 0.0f;

@@ -7,7 +7,8 @@
 // asks cuBLASLt for C^T = B^T A^T: its first operand is kiln's B, its second kiln's A, and its
 // (m, n, k) are kiln's (N, M, K); each operand's transpose flag follows from how it sits in memory
 // (see to_column_major). The bias vector, one value per column n of kiln's C, is then one value per
-// row of cuBLASLt's D, which is what CUBLASLT_EPILOGUE_BIAS adds.
+// row of cuBLASLt's D, which is what CUBLASLT_EPILOGUE_BIAS adds. An aux matrix laid out as kiln's C
+// (rows ld_aux apart) is likewise cuBLASLt's aux laid out as its D, with leading dimension ld_aux.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -42,10 +43,12 @@ ColumnMajorGemm to_column_major(const GemmDesc& d);
 
 // Queues C = epilogue(A x B (+ bias)) on the device's stream (Context::stream). a, b, c and bias
 // point at the first element of each operand (bias: c_type values, n of them; 0 when the epilogue
-// has no bias). Matmul descriptors, layouts and the chosen algorithm are cached per descriptor and
-// operand alignment; a 32 MiB workspace is kept per device. Returns false, queuing nothing, when
-// cuBLASLt is not installed, does not support the descriptor or finds no algorithm: the caller then
-// runs kiln's generated kernel. Throws kiln::Error only for a device that does not exist.
-bool gemm(int ordinal, const GemmDesc& d, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUdeviceptr bias);
+// has no bias), aux at the aux matrix an aux epilogue writes or reads (16-byte aligned, else the
+// call declines; 0 without one). Matmul descriptors, layouts and the chosen algorithm are cached per
+// descriptor and operand alignment; a 32 MiB workspace is kept per device. Returns false, queuing nothing,
+// when cuBLASLt is not installed, does not support the descriptor or finds no algorithm: the caller then runs
+// kiln's generated kernel. Throws kiln::Error only for a device that does not exist.
+bool gemm(int ordinal, const GemmDesc& d, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUdeviceptr bias,
+          CUdeviceptr aux = 0);
 
 }  // namespace kiln::runtime::cuda

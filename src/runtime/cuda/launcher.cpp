@@ -32,9 +32,13 @@ void queue(const Launch& l, void** args, cuda::CUdeviceptr scratch) {
       return reinterpret_cast<cuda::CUdeviceptr>(args[l.nouts + static_cast<size_t>(input)]) +
              static_cast<cuda::CUdeviceptr>(bytes);
     };
+    auto output = [&](int i) { return reinterpret_cast<cuda::CUdeviceptr>(args[static_cast<size_t>(i)]); };
+    // the aux matrix: an output the epilogue writes (a gelu's pre-activation) or an input it reads
+    cuda::CUdeviceptr aux = m.aux_output >= 0  ? output(m.aux_output)
+                            : m.aux_input >= 0 ? at(m.aux_input, l.aux_bytes)
+                                               : 0;
     if (cuda::gemm(l.device.index, desc, at(m.a_input, l.a_bytes), at(m.b_input, l.b_bytes),
-                   reinterpret_cast<cuda::CUdeviceptr>(args[0]),
-                   m.bias_input >= 0 ? at(m.bias_input, l.bias_bytes) : 0))
+                   output(m.c_output), m.bias_input >= 0 ? at(m.bias_input, l.bias_bytes) : 0, aux))
       return;
     if (settings().debug >= 3) {
       std::string why = cuda::gemm_unsupported(desc);
