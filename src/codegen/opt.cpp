@@ -252,16 +252,22 @@ bool reduce_moves_with(const std::vector<NodeRef>& reduces, const NodeRef& r) {
 
 }  // namespace
 
-NodeRef upcast_reduce_output(const NodeRef& ast, std::vector<std::string>& log) {
+RegisterTile register_tile(int vector_bytes) {
+  if (vector_bytes >= 64) return {16, 32};
+  if (vector_bytes >= 32) return {8, 16};
+  return {8, 8};
+}
+
+NodeRef upcast_reduce_output(const NodeRef& ast, RegisterTile tile, std::vector<std::string>& log) {
   std::vector<NodeRef> reduces;
   for (auto& n : ir::toposort({ast}))
     if (n->op == Op::REDUCE) reduces.push_back(n);
   auto g = ranges_of(ast, ir::kGlobalRange);
   if (reduces.empty() || g.empty() || !ranges_of(ast, ir::kUpcastRange).empty()) return ast;
   const NodeRef& last = g.back();
-  // 32 lanes are two 16-float vectors: with 16 rows, 32 vector accumulators, what a 32-register
-  // AVX-512 file holds (fewer lanes left the FMA units waiting on loads; measured in bench/RESULTS.md)
-  int64_t n = last->arg[1], k = lanes_for(n, {kTileCols, 16, 8, kMinTileCols});
+  // AVX-512's 32 lanes are two 16-float vectors: with 16 rows, 32 vector accumulators, what its
+  // 32-register file holds (fewer lanes left the FMA units waiting on loads; bench/RESULTS.md)
+  int64_t n = last->arg[1], k = lanes_for(n, {tile.cols, 16, 8, kMinTileCols});
   if (k == 0) return ast;
   // worth it when the lanes read consecutive elements inside the reduce and store consecutively
   if (!unit_stride(reduces, last, Op::LOAD) || !unit_stride({ast}, last, Op::STORE)) return ast;
@@ -298,12 +304,12 @@ NodeRef upcast_reduce_output(const NodeRef& ast, std::vector<std::string>& log) 
     };
     NodeRef prev = g[g.size() - 2];
     for (size_t i = g.size() - 1; i-- > 0;)
-      if (reduce_moves_with(reduces, g[i]) && lanes_for(g[i]->arg[1], {kTileRows, 8, 4}) &&
+      if (reduce_moves_with(reduces, g[i]) && lanes_for(g[i]->arg[1], {tile.rows, 8, 4}) &&
           !shares_loads(g[i]) && !fills_in(g[i])) {
         prev = g[i];
         break;
       }
-    int64_t m = prev->arg[1], k2 = lanes_for(m, {kTileRows, 8, 4});
+    int64_t m = prev->arg[1], k2 = lanes_for(m, {tile.rows, 8, 4});
     if (k2 && reduce_moves_with(reduces, prev) && !fills_in(prev)) {
       NodeRef outer2 = ir::range_of_kind(prev->arg[0], m / k2, ir::kGlobalRange);
       NodeRef lane2 = ir::range_of_kind(uid, k2, ir::kUpcastRange);

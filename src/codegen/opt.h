@@ -46,10 +46,17 @@ Packed pack_operand(const ir::NodeRef& ast, std::vector<std::string>& log);
 // Register tiling for reduces: the innermost output loop is split into (n/k, k) and the k lanes
 // become an upcast loop inside the reduce loops, each lane with its own accumulator, so the
 // reduce's loads are shared and the lanes vectorize (matmul, convolution).
-// The tile is up to kTileRows x kTileCols (the largest of 32, 16, 8, 4 columns and 16, 8, 4 rows
-// that divide the loops); CPU only.
-constexpr int64_t kTileRows = 16, kTileCols = 32, kMinTileCols = 4;
-ir::NodeRef upcast_reduce_output(const ir::NodeRef& ast, std::vector<std::string>& log);
+// The tile is up to rows x cols (the largest of cols, 16, 8, 4 columns and rows, 8, 4 rows that
+// divide the loops), sized to the vector registers; CPU only.
+struct RegisterTile {
+  int64_t rows, cols;
+};
+constexpr int64_t kMinTileCols = 4;
+// The tile for vector registers of `vector_bytes`: 16 x 32 floats with AVX-512 (32 registers of
+// 16), 8 x 16 with AVX2 (16 of 8; 16 x 32 would spill), 8 x 8 with 16-byte vectors (by register
+// count). Measured in bench/RESULTS.md.
+RegisterTile register_tile(int vector_bytes);
+ir::NodeRef upcast_reduce_output(const ir::NodeRef& ast, RegisterTile tile, std::vector<std::string>& log);
 // The CPU's threads split a kernel's outermost output loop; while it has fewer than
 // kStepsPerThread steps a thread, it is merged with the next output loop (thread_loops.cpp).
 constexpr int64_t kStepsPerThread = 4;

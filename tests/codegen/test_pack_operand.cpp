@@ -20,7 +20,8 @@ namespace {
 
 codegen::Lowered lower_last(const Tensor& t, bool scratch = true) {
   auto sched = schedule::make_schedule(ir::rewrite_graph({t.node()}));
-  return codegen::lower(sched.kernels.back().ast, codegen::Target::CPU, {.scratch = scratch});
+  return codegen::lower(sched.kernels.back().ast, codegen::Target::CPU,
+                        {.vector_bytes = 64, .scratch = scratch});
 }
 
 Tensor rand(const Shape& s, uint64_t seed) { return kiln::testing::rand_f32(s, seed); }

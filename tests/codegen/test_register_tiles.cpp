@@ -1,4 +1,4 @@
-// CPU register tiles (upcast_reduce_output): matmul-shaped reduces in up to 16 x 32 tiles, checked
+// CPU register tiles (upcast_reduce_output): matmul-shaped reduces in up to 16 x 32 tiles (AVX-512), checked
 // against the reference interpreter on shapes the tiles divide, and on shapes they do not.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
@@ -17,10 +17,11 @@ using kiln::testing::random_tensor;
 
 namespace {
 
-// The last kernel of t's schedule, lowered for the CPU.
-codegen::Lowered lower_last(const Tensor& t, int threads = 1) {
+// The last kernel of t's schedule, lowered for a CPU with AVX-512's 64-byte vectors (or others).
+codegen::Lowered lower_last(const Tensor& t, int threads = 1, int vector_bytes = 64) {
   auto sched = schedule::make_schedule(ir::rewrite_graph({t.node()}));
-  return codegen::lower(sched.kernels.back().ast, codegen::Target::CPU, {.cores = threads});
+  return codegen::lower(sched.kernels.back().ast, codegen::Target::CPU,
+                        {.vector_bytes = vector_bytes, .cores = threads});
 }
 
 Tensor rand(const Shape& s, uint64_t seed) { return kiln::testing::rand_f32(s, seed); }
@@ -48,6 +49,16 @@ TEST(RegisterTiles, OnlyTheReduceUnrollsItsLanes) {
   for (size_t at = 0; (at = low.source.find("#pragma GCC unroll", at)) != std::string::npos; at++) unrolls++;
   EXPECT_EQ(unrolls, 1u) << low.source;
   EXPECT_TRUE(expect_matches_reference(y, 1e-5, 1e-5));
+}
+
+// The tile follows the vector registers the kernels are built with: 16 x 32 with AVX-512, 8 x 16
+// with AVX2 (16 x 32 spills its 16 registers), 8 x 8 with 16-byte vectors.
+TEST(RegisterTiles, TileFollowsTheVectorRegisters) {
+  Tensor c = rand({64, 48}, 1).matmul(rand({48, 96}, 2));
+  EXPECT_EQ(opts_of(lower_last(c, 1, 64)), "UPCAST 32 UPCAST 16 ");
+  EXPECT_EQ(opts_of(lower_last(c, 1, 32)), "UPCAST 16 UPCAST 8 ");
+  EXPECT_EQ(opts_of(lower_last(c, 1, 16)), "UPCAST 8 UPCAST 8 ");
+  EXPECT_TRUE(expect_matches_reference(c, 1e-5, 1e-5));  // with this machine's tile
 }
 
 // Sizes the widest tile does not divide take the widest that does (24 x 40: 8 x 8).

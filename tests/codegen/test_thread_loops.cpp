@@ -17,7 +17,9 @@ namespace {
 
 codegen::Lowered lower_last(const Tensor& t, int threads) {
   auto sched = schedule::make_schedule(ir::rewrite_graph({t.node()}));
-  return codegen::lower(sched.kernels.back().ast, codegen::Target::CPU, {.cores = threads});
+  // AVX-512's tiles (16 x 32), as the counts below assume
+  return codegen::lower(sched.kernels.back().ast, codegen::Target::CPU,
+                        {.vector_bytes = 64, .cores = threads});
 }
 
 bool has_opt(const codegen::Lowered& low, const std::string& prefix) {

@@ -10,6 +10,7 @@
 
 #include "kiln/debug.h"
 #include "kiln/error.h"
+#include "runtime/cpu/compiler.h"
 #include "runtime/cpu/program_cache.h"
 #include "runtime/host_backend.h"
 #include "runtime/thread_pool.h"
@@ -106,7 +107,7 @@ class CpuBackend : public HostBackend {
  public:
   CpuBackend() {
     // one "block" is one call of a program on one thread; 16-byte vectors are what every CPU kiln
-    // builds for has (SSE2, NEON), kernels built with -march=native may use wider ones
+    // builds for has (SSE2, NEON), the compiler's flags may give wider ones (limits())
     limits_ = {.max_threads_per_block = 1,
                .shared_per_block = 0,
                .warp_size = 1,
@@ -117,7 +118,13 @@ class CpuBackend : public HostBackend {
                .tile_core_bytes = kHopperSharedPerBlock};
   }
   std::string name() const override { return "cpu"; }
-  const DeviceLimits& limits() const override { return limits_; }
+  const DeviceLimits& limits() const override {
+    // the kernels' vector registers: known once the compiler (KILN_CC) and its checked flags are
+    int v = kernel_vector_bytes();
+    std::lock_guard<std::mutex> l(limits_mu_);
+    if (limits_.vector_bytes != v) limits_.vector_bytes = v;
+    return limits_;
+  }
 
   void* allocate(size_t bytes) override {
     void* p = pool_->get(rounded(bytes));
@@ -145,7 +152,8 @@ class CpuBackend : public HostBackend {
   Launcher& launcher() override { return launcher_; }
 
  private:
-  DeviceLimits limits_;
+  mutable DeviceLimits limits_;
+  mutable std::mutex limits_mu_;
   HostPool* pool_ = new HostPool();  // outlives static destructors that free buffers
   CpuLauncher launcher_;
 };

@@ -73,7 +73,17 @@ std::string find_cxx_compiler() {
 namespace {
 struct Chosen {
   std::string key, cc, id, flags;
+  int vector_bytes = 16;
 };
+
+// What the compiler predefines under the kernels' flags says which vector registers they use.
+int vector_bytes_of(const std::string& cc, const std::string& flags) {
+  std::string macros;
+  if (run_command(shell_quote(cc) + " " + flags + " -dM -E -x c /dev/null", macros) != 0) return 16;
+  if (macros.find("__AVX512F__") != std::string::npos) return 64;
+  if (macros.find("__AVX__") != std::string::npos) return 32;
+  return 16;
+}
 // The compiler's identity and checked flags, found once per compiler path (KILN_CC may change).
 const Chosen& chosen(Language lang) {
   static std::mutex mu;
@@ -93,13 +103,16 @@ const Chosen& chosen(Language lang) {
     std::string flags = base_flags(lang, family) + " " +
                         checked_opt_flags(cc, identity, lang, family, cache_dir()) + " -shared -w" +
                         (extra.empty() ? "" : " " + extra);
-    c = {cc + "\n" + extra, cc, cc + "\n" + version.substr(0, version.find('\n')) + "\n" + flags, flags};
+    c = {cc + "\n" + extra, cc, cc + "\n" + version.substr(0, version.find('\n')) + "\n" + flags, flags,
+         lang == Language::C ? vector_bytes_of(cc, flags) : 16};
   }
   return c;
 }
 }  // namespace
 
 const std::string& compiler_id(Language lang) { return chosen(lang).id; }
+
+int kernel_vector_bytes() { return chosen(Language::C).vector_bytes; }
 
 void compile_shared_object(const std::string& source, const std::string& so_path, const std::string& what,
                            Language lang, const std::string& include_dir) {
