@@ -215,6 +215,12 @@ NodeRef renumber_ranges(const NodeRef& ast) {
   return ir::substitute(tmp, subs);
 }
 
+bool moves_with(const NodeRef& n, const NodeRef& r) {
+  for (auto& x : ir::toposort({n}))
+    if (x == r) return true;
+  return false;
+}
+
 // Whether every LOAD under `roots` whose index moves with range r moves by exactly one element.
 bool unit_stride(const std::vector<NodeRef>& roots, const NodeRef& r, Op op) {
   for (auto& n : ir::toposort(roots)) {
@@ -235,12 +241,6 @@ int64_t lanes_for(int64_t n, std::initializer_list<int64_t> choices) {
   for (int64_t k : choices)
     if (n % k == 0 && n >= k) return k;
   return 0;
-}
-
-bool moves_with(const NodeRef& n, const NodeRef& r) {
-  for (auto& x : ir::toposort({n}))
-    if (x == r) return true;
-  return false;
 }
 
 bool reduce_moves_with(const std::vector<NodeRef>& reduces, const NodeRef& r) {

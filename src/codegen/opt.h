@@ -31,6 +31,13 @@ ir::NodeRef collapse_reduce_loops(const ir::NodeRef& ast, std::vector<std::strin
 // Makes independent reduces over loops of the same sizes share one set of reduce ranges, so they
 // run in one loop (x.sum(1) + x.max(1) reads x once).
 ir::NodeRef merge_reduces(const ir::NodeRef& ast, std::vector<std::string>& log);
+// SWAP (loop_order.cpp, CPU): a reduce whose outermost output loop does not move a large operand
+// that a later output loop moves (x @ w.T with a few rows of x: every row streams all of w from
+// memory) gets that later loop outermost, so each part of the large operand is read from memory once
+// and the former outer loop's steps reuse it from cache. Where the large operand has at least
+// kSwapMinBytes and 16 times the bytes of every operand the outer loop moves.
+constexpr int64_t kSwapMinBytes = int64_t{1} << 20;
+ir::NodeRef order_output_loops(const ir::NodeRef& ast, std::vector<std::string>& log);
 // PACK (pack_operand.cpp, CPU): a matmul operand that steps along the reduce by one element but
 // along the output's last loop by many (x @ w.T) is copied into a per-thread scratch (a global one
 // past the kernel's, which the launcher provides: Program::scratch_bytes) with that loop innermost;
@@ -69,6 +76,8 @@ constexpr int64_t kSumChunk = 1024;
 ir::NodeRef chunk_long_sums(const ir::NodeRef& ast, std::vector<std::string>& log);
 // Whether every op-node (LOAD or STORE) under roots whose index moves with range r moves by one.
 bool unit_stride(const std::vector<ir::NodeRef>& roots, const ir::NodeRef& r, ir::Op op);
+// Whether n depends on range r.
+bool moves_with(const ir::NodeRef& n, const ir::NodeRef& r);
 // Renumbers RANGE ids: output loops 0..n-1 in order, then reduce loops, upcast loops, pack loops.
 ir::NodeRef renumber_ranges(const ir::NodeRef& ast);
 

@@ -33,12 +33,6 @@ std::optional<int64_t> step_of(const NodeRef& idx, const NodeRef& r) {
   return s->ival();
 }
 
-bool moves_with(const NodeRef& n, const NodeRef& r) {
-  for (auto& x : ir::toposort({n}))
-    if (x == r) return true;
-  return false;
-}
-
 }  // namespace
 
 Packed pack_operand(const NodeRef& ast, std::vector<std::string>& log) {

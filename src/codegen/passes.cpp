@@ -51,6 +51,7 @@ Lowered lower(const NodeRef& ast, Target target, const DeviceLimits& limits) {
     s = split_reduce_loops(s, out.opts);
     s = collapse_reduce_loops(s, out.opts, target == Target::CUDA);
     s = merge_reduces(s, out.opts);
+    if (target == Target::CPU) s = order_output_loops(s, out.opts);
     if (target == Target::CPU && limits.scratch && !serial) {
       Packed pk = pack_operand(s, out.opts);
       s = pk.ast;

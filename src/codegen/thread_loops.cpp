@@ -12,15 +12,7 @@ namespace kiln::codegen {
 using ir::NodeRef;
 using ir::Op;
 
-namespace {
-
-bool moves_with(const NodeRef& n, const NodeRef& r) {
-  for (auto& x : ir::toposort({n}))
-    if (x == r) return true;
-  return false;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 NodeRef thread_outer_loops(const NodeRef& ast, int threads, std::vector<std::string>& log) {
   if (threads <= 1) return ast;
