@@ -47,6 +47,18 @@ void expect_near(const std::vector<float>& a, const std::vector<float>& b, doubl
   for (size_t i = 0; i < a.size(); i++) worst = std::max(worst, std::abs(double(a[i]) - double(b[i])));
   EXPECT_LE(worst, tol) << what;
 }
+// Every token a run of 2 rows drew after a prompt of T0 is among its step's k largest logits.
+void expect_draws_within_top_k(const Recorded& r, int64_t T0, int64_t k) {
+  auto out = r.out.to_vector<int64_t>();
+  const int64_t T = r.out.size(1);
+  for (size_t s = 0; s < r.logits.size(); s++)
+    for (int64_t b = 0; b < 2; b++) {
+      std::vector<float> row(r.logits[s].begin() + b * 50, r.logits[s].begin() + (b + 1) * 50);
+      float drawn = row[size_t(out[size_t(b * T + T0) + s])];
+      std::sort(row.begin(), row.end(), std::greater<float>());
+      EXPECT_GE(drawn, row[size_t(k - 1)]) << "top_k " << k << " row " << b << " step " << s;
+    }
+}
 int64_t argmax(const std::vector<float>& v, size_t from, size_t n) {
   return std::max_element(v.begin() + from, v.begin() + from + n) - (v.begin() + from);
 }
@@ -140,15 +152,7 @@ TEST(GptGenerate, TopKTopPAndStopToken) {
   nn::GPT g = model();
   Tensor prompt = tokens(2, 4, 6);
   Generator g1(1);
-  Recorded k3 = run(g, prompt, 6, {.top_k = 3, .generator = &g1});
-  auto out = k3.out.to_vector<int64_t>();
-  for (size_t k = 0; k < 6; k++)
-    for (int64_t b = 0; b < 2; b++) {
-      std::vector<float> row(k3.logits[k].begin() + b * 50, k3.logits[k].begin() + (b + 1) * 50);
-      float drawn = row[size_t(out[size_t(b * 10 + 4) + k])];
-      std::sort(row.begin(), row.end(), std::greater<float>());
-      EXPECT_GE(drawn, row[2]) << "row " << b << " step " << k;
-    }
+  expect_draws_within_top_k(run(g, prompt, 6, {.top_k = 3, .generator = &g1}), 4, 3);
   Generator g2(2), g3(2), g4(3), g5(3);
   EXPECT_EQ(g->generate(prompt, 6, {.top_p = 1e-6, .generator = &g2}).to_vector<int64_t>(),
             g->generate(prompt, 6, {.top_k = 1, .generator = &g3}).to_vector<int64_t>());
@@ -190,15 +194,7 @@ TEST(GptGenerate, DeviceDrawIsMultinomialsDrawWithinTopK) {
   EXPECT_EQ(one.out.slice(1, 4, 5).to_vector<int64_t>(), want.to_vector<int64_t>());
   for (int64_t k : {1, 7, 49}) {
     Generator gk(static_cast<uint64_t>(k));
-    Recorded r = run(g, prompt, 8, {.top_k = k, .generator = &gk});
-    auto out = r.out.to_vector<int64_t>();
-    for (size_t s = 0; s < 8; s++)
-      for (int64_t b = 0; b < 2; b++) {
-        std::vector<float> row(r.logits[s].begin() + b * 50, r.logits[s].begin() + (b + 1) * 50);
-        float drawn = row[size_t(out[size_t(b * 12 + 4) + s])];
-        std::sort(row.begin(), row.end(), std::greater<float>());
-        EXPECT_GE(drawn, row[size_t(k - 1)]) << "top_k " << k << " row " << b << " step " << s;
-      }
+    expect_draws_within_top_k(run(g, prompt, 8, {.top_k = k, .generator = &gk}), 4, k);
   }
 }
 
