@@ -35,7 +35,7 @@ class RendererBase {
   // true: the instruction is an accumulate into a DEFINE_ACC (ALU arg {1})
   bool accumulates(const Inst& in) const;
   // The new value of an accumulator: acc + a*b of floats as one fused multiply-add (dot products).
-  virtual std::string accumulate(const Inst& in);
+  std::string accumulate(const Inst& in);
 
   // --- what differs between targets ---
   virtual void load(int i) { def(i, "val", load_expr(p_.insts[static_cast<size_t>(i)])); }

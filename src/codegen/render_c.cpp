@@ -2,7 +2,6 @@
 #include "codegen/render_c.h"
 
 #include <algorithm>
-#include <set>
 #include <vector>
 
 #include "codegen/render_base.h"
@@ -154,37 +153,21 @@ class CRenderer : public RendererBase {
     return std::string("({ ") + value_type(to) + " t_; __builtin_memcpy(&t_, &" + x + ", sizeof t_); t_; })";
   }
 
-  // An innermost reduce loop whose accumulators add, multiply or take the max may be vectorized with
-  // the partial results reassociated: " reduction(+:acc5) ..." for its pragma, or "" to keep it in
-  // order. A float max is a SIMD max of the values plus a flag of NaNs seen, made NaN after the loop
-  // (NaN propagates, as the in-order max does); its float max accumulators go to `maxes`.
-  std::string simd_reduction(int range, std::vector<int>& maxes) const {
+  // An innermost reduce loop whose accumulators only add or multiply may be vectorized with the
+  // partial sums reassociated: " reduction(+:acc5) ..." for its pragma, or "" to keep it in order.
+  // (MAX keeps its order: its NaN propagation is not what a SIMD max does.)
+  std::string simd_reduction(int range) const {
     std::string clause;
     for (size_t j = static_cast<size_t>(range) + 1; j < p_.insts.size(); j++) {
       const Inst& in = p_.insts[j];
       if (in.op == Op::RANGE) return "";  // not the innermost loop
       if (in.op == Op::ENDRANGE) break;
-      if (!accumulates(in)) continue;
-      const Inst& acc = p_.insts[static_cast<size_t>(in.src[0])];
-      if (in.op == Op::MAX && acc.arg.size() < 4) {  // (not a lane's accumulator of an array)
-        clause += " reduction(max:" + v(in.src[0]) + ")";
-        if (is_float(in.dtype)) {
-          clause += " reduction(|:" + v(in.src[0]) + "_nan)";
-          maxes.push_back(in.src[0]);
-        }
-        continue;
+      if (accumulates(in)) {
+        if (in.op != Op::ADD && in.op != Op::MUL) return "";
+        clause += std::string(" reduction(") + (in.op == Op::ADD ? "+" : "*") + ":" + v(in.src[0]) + ")";
       }
-      if (in.op != Op::ADD && in.op != Op::MUL) return "";
-      clause += std::string(" reduction(") + (in.op == Op::ADD ? "+" : "*") + ":" + v(in.src[0]) + ")";
     }
     return clause;
-  }
-
-  // In a loop whose float max is a SIMD reduction: the plain max, and the NaN flag.
-  std::string accumulate(const Inst& in) override {
-    if (in.op != Op::MAX || !simd_maxes_.count(in.src[0])) return RendererBase::accumulate(in);
-    const std::string &acc = v(in.src[0]), &x = v(in.src[1]);
-    return "(" + acc + "_nan |= " + x + " != " + x + ", " + acc + " > " + x + " ? " + acc + " : " + x + ")";
   }
 
   // Whether another RANGE opens inside the loop that range i opens.
@@ -214,16 +197,10 @@ class CRenderer : public RendererBase {
     else if (in.arg[2] == ir::kUpcastRange && in_reduce)
       out("#pragma GCC unroll " + std::to_string(in.arg[1]));
     open_.push_back(in.arg[2]);
-    std::vector<int> maxes;
     if (in.arg[2] == ir::kReduceRange && in.arg.size() > 4 && in.arg[4]) {
-      std::string red = simd_reduction(i, maxes);
-      for (int acc : maxes) {
-        out("int " + v(acc) + "_nan = 0;");
-        simd_maxes_.insert(acc);
-      }
+      std::string red = simd_reduction(i);
       if (!red.empty()) out("#pragma omp simd" + red);
     }
-    open_maxes_.push_back(maxes);
     out("for (int64_t " + n + " = " + lo + "; " + n + " < " + hi + "; " + n + "++) {");
     indent_++;
   }
@@ -232,18 +209,9 @@ class CRenderer : public RendererBase {
     open_.pop_back();
     indent_--;
     out("}");
-    for (int acc : open_maxes_.back()) {
-      bool f64 = p_.insts[static_cast<size_t>(acc)].dtype == DType::F64;
-      out("if (" + v(acc) + "_nan) " + v(acc) + " = " +
-          (f64 ? "__builtin_nan(\"\")" : "__builtin_nanf(\"\")") + ";");
-      simd_maxes_.erase(acc);
-    }
-    open_maxes_.pop_back();
   }
 
-  std::vector<int64_t> open_;                 // the kinds of the loops open, outermost first
-  std::vector<std::vector<int>> open_maxes_;  // each open loop's SIMD float max accumulators
-  std::set<int> simd_maxes_;                  // those of the loops open now
+  std::vector<int64_t> open_;  // the kinds of the loops open, outermost first
 
   void store(int i) override {
     const Inst& in = p_.insts[static_cast<size_t>(i)];
