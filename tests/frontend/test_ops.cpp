@@ -839,6 +839,23 @@ TEST(OpsSpecial, NaNPropagates) {
   expect_values(x >= 1.0, {1, 0, 0, 0});
 }
 
+// Rows long enough for the CPU's vectorized loops: a NaN anywhere in a row (first, in the middle,
+// last) makes its max and min NaN; the other rows keep their exact max (the row index, placed at
+// varying columns), and argmax finds the first NaN or the max.
+TEST(OpsSpecial, NaNPropagatesThroughLongRowMaxes) {
+  const int64_t rows = 6, n = 1001;
+  std::vector<float> v(static_cast<size_t>(rows * n));
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < n; c++) v[static_cast<size_t>(r * n + c)] = -1.0f - static_cast<float>(c % 7);
+  for (int64_t r = 0; r < rows; r++) v[static_cast<size_t>(r * n + (r * 173) % n)] = static_cast<float>(r);
+  for (int64_t c : {0, 500, 1000}) v[static_cast<size_t>((c == 0 ? 1 : c == 500 ? 3 : 5) * n + c)] = NAN;
+  Tensor x = tensor(v, {rows, n});
+  expect_values(x.max(1), {0, kNaN, 2, kNaN, 4, kNaN});
+  expect_values(x.min(1), {-7, kNaN, -7, kNaN, -7, kNaN});
+  expect_values(x.argmax(1).to(DType::F32),
+                {0, 0, static_cast<double>((2 * 173) % n), 500, static_cast<double>((4 * 173) % n), 1000});
+}
+
 TEST(OpsSpecial, Infinities) {
   Tensor inf = tensor({INFINITY, -INFINITY, 0.0f});
   expect_values(inf.exp(), {kInf, 0, 1});
