@@ -158,9 +158,13 @@ Tensor conv_nd(const std::string& op, size_t nsp, const Tensor& input, const Ten
                  ": the convolution is a broadcast product of shape " + shape_str(prod) +
                  ", which has more elements than int64 can count");
   // windows (N, C_in, O..., K...) -> (N, G, 1, O..., C_in/G, K...)
-  // the padded input in a buffer of its own: the convolution's loads then need no bounds checks, so
-  // its inner loop vectorizes (a copy of the input against the convolution's FLOPs)
-  Tensor win = pool_windows(op, pad_spatial(x, padding, padding).contiguous(), kernel, stride, dilation);
+  // a padded input in a buffer of its own: the convolution's loads then need no bounds checks, so
+  // its inner loop vectorizes (a copy of the input against the convolution's FLOPs); an unpadded
+  // one stays fused with what computes it
+  Tensor padded = pad_spatial(x, padding, padding);
+  if (std::any_of(padding.begin(), padding.end(), [](int64_t p) { return p > 0; }))
+    padded = padded.contiguous();
+  Tensor win = pool_windows(op, padded, kernel, stride, dilation);
   Shape ws{n, g, 1, cin / g};
   ws.insert(ws.end(), out.begin(), out.end());
   ws.insert(ws.end(), kernel.begin(), kernel.end());

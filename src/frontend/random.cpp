@@ -95,9 +95,12 @@ Tensor bits48(const Shape& s, uint64_t seed, uint64_t offset, int k, std::option
   return bits48(s, key_tensor(seed, offset, k, 2, d), 0);
 }
 
-// uniform (0, 1] f64 with 48 random bits
+// uniform (0, 1] f64 with 48 random bits, from rows k and k+1 of a key tensor
+Tensor uniform_open0(const Shape& s, const Tensor& key, int k) {
+  return (bits48(s, key, k).to(DType::F64) + 1.0) * std::ldexp(1.0, -48);
+}
 Tensor uniform_open0(const Shape& s, uint64_t seed, uint64_t offset, int k, std::optional<Device> d) {
-  return frontend::uniform_open0(s, key_tensor(seed, offset, k, 2, d), 0);
+  return uniform_open0(s, key_tensor(seed, offset, k, 2, d), 0);
 }
 
 void need_float(const char* op, DType t) {
@@ -111,10 +114,6 @@ namespace frontend {
 Tensor draw_key(Generator& g, int64_t n, int streams, std::optional<Device> d) {
   auto [seed, off] = g.take(n);
   return key_tensor(seed, off, 0, streams, d);
-}
-
-Tensor uniform_open0(const Shape& s, const Tensor& key, int k) {
-  return (bits48(s, key, k).to(DType::F64) + 1.0) * std::ldexp(1.0, -48);
 }
 
 Tensor exponential(const Shape& s, const Tensor& key, int k) {

@@ -12,12 +12,10 @@ namespace kiln::frontend {
 // Taking it advances g by n, as rand(n) does.
 Tensor draw_key(Generator& g, int64_t n, int streams, std::optional<Device> d);
 
-// Uniform (0, 1] f64 numbers with 48 random bits from streams k and k + 1 of a draw_key key:
-// element i is what multinomial draws for element i of a draw at the key's seed and offset.
-Tensor uniform_open0(const Shape& s, const Tensor& key, int k);
-
-// -log(u) for that u, as f32: computed from 1 - u (log1p), so a u near 1 keeps its precision and
-// only u = 1 (a chance of 2^-48) gives 0.
+// -log(u) as f32 for the uniform (0, 1] u with 48 random bits from streams k and k + 1 of a
+// draw_key key (element i: the u multinomial draws for element i at the key's seed and offset),
+// computed from 1 - u (log1p), so a u near 1 keeps its precision and only u = 1 (a chance of 2^-48)
+// gives 0.
 Tensor exponential(const Shape& s, const Tensor& key, int k);
 
 }  // namespace kiln::frontend

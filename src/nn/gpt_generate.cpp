@@ -49,7 +49,8 @@ std::vector<float> keep_thresholds(const std::vector<float>& logits, int64_t B, 
 // temperature, the top_k largest kept, then drawn by the exponential race multinomial runs (the
 // largest x - log E, E ~ Exp(1) from the draw `key`: the token softmax(x) draws). The k-th largest
 // logit is found by search over the floats' order-preserving integer keys, 8 passes of 15 counts
-// each, exact; no host round trip, so the captured decoding step draws its tokens too.
+// each, exact; no host round trip, so the captured decoding step draws its tokens too. A row with a
+// NaN logit draws -1.
 Tensor draw_tokens(const Tensor& logits, double temperature, std::optional<int64_t> top_k,
                    const Tensor& key) {
   const int64_t B = logits.size(0), V = logits.size(1);
@@ -72,7 +73,8 @@ Tensor draw_tokens(const Tensor& logits, double temperature, std::optional<int64
   }
   // the scores in a buffer of their own: the argmax reads them twice (its max, then its index)
   Tensor score = (x - frontend::exponential({B, V}, key, 0).log()).contiguous();
-  return score.argmax(1, true);
+  // (-1 for a NaN row: generate reports it when it reads the tokens and feeds 0 on meanwhile)
+  return where((logits != logits).any({1}, true), full({}, Scalar(-1LL), DType::I64), score.argmax(1, true));
 }
 
 }  // namespace
@@ -158,7 +160,8 @@ Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, const Gener
   std::optional<Jit> decode;
   if (!(is_training() && config_.dropout > 0))
     decode.emplace([&](const std::vector<Tensor>& in) {
-      return logits_and_tokens(window_logits(in[0], pad_t, in[1], &caches), device_draw ? in[2] : Tensor());
+      return logits_and_tokens(window_logits(in[0].clamp(0.0), pad_t, in[1], &caches),
+                               device_draw ? in[2] : Tensor());
     });
   // Drawn tokens not yet read back: reading them is a wait for the device, so they are read only
   // where the host needs them (the stop token, the window past block_size, the end).
@@ -168,6 +171,7 @@ Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, const Gener
     for (const Tensor& t : unread) {
       auto next = t.to_vector<int64_t>();
       for (size_t i = 0; i < rows.size(); i++) {
+        if (next[i] < 0) module_error("GPT", "generate: the logits of row " + std::to_string(i) + " are NaN");
         if (o.stop_token && done[i]) next[i] = *o.stop_token;
         if (o.stop_token && next[i] == *o.stop_token) done[i] = true;
         rows[i].push_back(next[i]);
@@ -191,7 +195,7 @@ Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, const Gener
       if (decode)
         outs = device_draw ? (*decode)({token, col, key}) : (*decode)({token, col});
       else
-        outs = logits_and_tokens(window_logits(token, pad_t, col, &caches), key);
+        outs = logits_and_tokens(window_logits(token.clamp(0.0), pad_t, col, &caches), key);
     } else if (o.use_cache && T <= L) {  // the prompt fills columns [0, T)
       int64_t H = config_.n_head, D = config_.n_embd / H;
       for (size_t i = 0; i < h->size(); i++) {

@@ -365,6 +365,12 @@ TEST(ConvTest, Conv2dIsOneKernelAfterItsPaddedInput) {
     EXPECT_EQ(stats().kernels_run - before, p > 0 ? 2 : 1)  // the padded input, then the convolution
         << "stride " << s << " pad " << p << " dil " << d << " groups " << g;
   }
+  // unpadded, an elementwise producer of the input stays in the convolution's kernel
+  Tensor wg = random_tensor({8, 4, 3, 3}, DType::F32, -1, 1, 11);
+  Tensor y = F::conv2d(x.relu(), wg, b);
+  int64_t before = stats().kernels_run;
+  y.realize();
+  EXPECT_EQ(stats().kernels_run - before, 1);
 }
 
 TEST(ConvTest, Errors) {

@@ -198,6 +198,17 @@ TEST(GptGenerate, DeviceDrawIsMultinomialsDrawWithinTopK) {
   }
 }
 
+// NaN logits are an error naming the row, on the device draw (top-k, plain) and on the host's (top-p),
+// not a token drawn silently.
+TEST(GptGenerate, NaNLogitsAreAnError) {
+  nn::GPT g = model();
+  g->ln_f->weight.assign_(full({32}, NAN));
+  Tensor prompt = tokens(2, 4, 10);
+  expect_error([&] { g->generate(prompt, 3, {.top_k = 5}); }, {"GPT", "logits of row 0 are NaN"});
+  expect_error([&] { g->generate(prompt, 3, nn::GenerateOptions{}); }, {"GPT", "logits of row 0 are NaN"});
+  expect_error([&] { g->generate(prompt, 3, {.top_p = 0.5}); }, {"GPT", "NaN"});
+}
+
 TEST(GptGenerate, ArgumentErrors) {
   nn::GPT g = model();
   Tensor prompt = tokens(2, 4, 7);
