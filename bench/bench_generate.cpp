@@ -3,8 +3,8 @@
 // device (KILN_DEVICE), each step's tokens read to the host as they come (streaming, as
 // bench/torch_generate.py does). One JSON line per batch: time to first token (the prompt's forward
 // and the first draw), decoding tokens/s after it, the kernels compiled by the timed run (0:
-// warm), and what rewriting the whole cache costs a step (kiln has no in-place store: each step's K and V
-// writes are a where over every layer's (B, H, block_size, D) cache, timed here alone).
+// warm), and what a step's cache writes cost (each step's K and V columns stored in place into every
+// layer's (B, H, block_size, D) cache by index_copy_, timed here alone).
 // bench/torch_generate.py prints the same fields for PyTorch.
 // Usage: bench_generate [--small] [--layers L] [--prompt P] [--new N] [--batch B,B,...]
 //   --small: vocab 512, block 256, 2 layers of 128 (4 heads), P 16, N 32 (a smoke run)
@@ -41,16 +41,17 @@ std::vector<int64_t> parse_list(const std::string& s) {
 }  // namespace
 
 // Median ms of one decoding step's cache writes alone: 2 * n_layer caches (B, H, L, D), each
-// rewritten with one new column at a tensor-valued position, as MultiheadAttention does.
+// given one new column at a tensor-valued position, as MultiheadAttention does.
 double cache_write_ms(const nn::GPTConfig& c, int64_t B) {
   int64_t H = c.n_head, D = c.n_embd / H, L = c.block_size;
-  std::vector<Tensor> caches;
-  for (int64_t i = 0; i < 2 * c.n_layer; i++) caches.push_back(zeros({B, H, L, D}).realize());
+  std::vector<Tensor> caches;  // values of their own, so buffers of their own
+  for (int64_t i = 0; i < 2 * c.n_layer; i++)
+    caches.push_back((zeros({B, H, L, D}) + static_cast<double>(i)).realize());
   Tensor col = tensor(std::vector<int64_t>{L / 2}), x = randn({B, H, 1, D}).realize();
   std::vector<double> ms;
   for (int rep = 0; rep < 7; rep++) {
     Clock::time_point t0 = Clock::now();
-    for (auto& k : caches) k.assign_(where((arange(L) == col).reshape({1, 1, L, 1}), x, k));
+    for (auto& k : caches) k.index_copy_(2, col, x);
     realize(caches);
     ms.push_back(seconds(t0, Clock::now()) * 1e3);
   }

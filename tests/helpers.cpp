@@ -21,6 +21,7 @@
 
 #include "codegen/passes.h"
 #include "engine/interpreter.h"
+#include "engine/launch_observer.h"
 #include "ir/graph_rewrite.h"
 #include "runtime/backend.h"
 #include "schedule/schedule.h"
@@ -361,5 +362,24 @@ std::string kernel_opts(const Tensor& t) {
 }
 // the limits every CUDA device has: no GPU needed
 std::string cuda_kernel_opts(const Tensor& t) { return opts_for(t, codegen::Target::CUDA, {}); }
+
+struct LaunchLog::Observer : engine::LaunchObserver {
+  LaunchLog* log;
+  engine::LaunchObserver* prev = engine::launch_observer();
+  explicit Observer(LaunchLog* l) : log(l) { engine::launch_observer() = this; }
+  ~Observer() override { engine::launch_observer() = prev; }
+  void launched(const runtime::Launch& l, const std::vector<std::shared_ptr<Buffer>>& outputs,
+                const std::vector<std::shared_ptr<Buffer>>& inputs) override {
+    int64_t elems = 1;
+    for (size_t at = l.name.find('_'); at != std::string::npos; at = l.name.find('_', at + 1))
+      elems *= std::atoll(l.name.c_str() + at + 1);
+    log->runs.push_back({l.name, outputs.empty() ? nullptr : outputs[0]->data, elems});
+    if (prev) prev->launched(l, outputs, inputs);
+  }
+  long holds(const Buffer& b) const override { return prev ? prev->holds(b) : 0; }
+};
+
+LaunchLog::LaunchLog() : observer_(std::make_unique<Observer>(this)) {}
+LaunchLog::~LaunchLog() = default;
 
 }  // namespace kiln::testing

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,26 @@ int run_with_memory_limit(size_t extra_bytes, const std::function<int()>& body, 
 // Builds with a sanitizer: their allocators report an allocation RLIMIT_AS refuses instead of
 // failing it, so tests of that skip.
 bool sanitized_build();
+
+// The kernels the realize driver launches on this thread while it lives, in order: each one's
+// program name (E_/r_ and its loop sizes) and the memory of its first output. It keeps no buffer
+// alive (an in-place write must see only the tensors' own references).
+struct LaunchLog {
+  struct Run {
+    std::string name;
+    const void* out;
+    int64_t loop_elems;  // the product of the loop sizes in the name: the elements it computes
+  };
+  std::vector<Run> runs;
+  LaunchLog();
+  ~LaunchLog();
+  LaunchLog(const LaunchLog&) = delete;
+  LaunchLog& operator=(const LaunchLog&) = delete;
+
+ private:
+  struct Observer;
+  std::unique_ptr<Observer> observer_;
+};
 
 // A fixture for tests that need a GPU: skipped, with the reason, where no CUDA GPU is usable.
 class GpuTest : public ::testing::Test {

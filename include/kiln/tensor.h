@@ -216,6 +216,14 @@ class Tensor {
   Tensor scatter_add(int64_t d, const Tensor& index, const Tensor& src) const;
   Tensor index_select(int64_t d, const Tensor& index) const;
   Tensor index_add(int64_t d, const Tensor& index, const Tensor& src, double alpha = 1) const;
+  // self with slices replaced: self[.., index[t], ..] = source[.., t, ..] along d, for each t of the
+  // 0-D or 1-D integer index (source: self's dtype and shape, index.numel() along d). An index
+  // outside [0, size(d)) writes nothing; of duplicate indices one write wins, which is unspecified.
+  // index_copy_ updates this tensor: its kernel stores only the new slices, into the old value's
+  // buffer where nothing else reads that value (no other handle or lazy graph), else into a new
+  // buffer (src/frontend/index_copy.cpp).
+  Tensor index_copy(int64_t d, const Tensor& index, const Tensor& source) const;
+  Tensor& index_copy_(int64_t d, const Tensor& index, const Tensor& source);
   Tensor take_along_dim(const Tensor& index, int64_t d) const;
   Tensor tril(int64_t diagonal = 0) const;
   Tensor triu(int64_t diagonal = 0) const;

@@ -216,7 +216,8 @@ class CRenderer : public RendererBase {
   void store(int i) override {
     const Inst& in = p_.insts[static_cast<size_t>(i)];
     bool add = !in.arg.empty() && in.arg[0] == 1;
-    out(v(in.src[0]) + "[" + v(in.src[1]) + (add ? "] += " : "] = ") + store_value(in) + ";");
+    std::string gate = in.src.size() > 3 ? "if (" + v(in.src[3]) + ") " : "";
+    out(gate + v(in.src[0]) + "[" + v(in.src[1]) + (add ? "] += " : "] = ") + store_value(in) + ";");
   }
 };
 

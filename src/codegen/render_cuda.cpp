@@ -676,7 +676,8 @@ class CudaRenderer : public RendererBase {
     bool add = !in.arg.empty() && in.arg[0] == 1;
     std::string s = add ? "atomicAdd(&" + v(in.src[0]) + "[" + v(in.src[1]) + "], " + store_value(in) + ");"
                         : v(in.src[0]) + "[" + v(in.src[1]) + "] = " + store_value(in) + ";";
-    bool per_thread = std::count(open_.begin(), open_.end(), -3) > 0;  // inside a row's loop
+    if (in.src.size() > 3) s = "{ if (" + v(in.src[3]) + ") " + s + " }";  // a gated store
+    bool per_thread = std::count(open_.begin(), open_.end(), -3) > 0;      // inside a row's loop
     out(column_      ? "if (kiln_live && threadIdx.x < 32) " + s
         : group_ > 1 ? "if (kiln_live && (threadIdx.x & " + std::to_string(group_ - 1) + ") == 0) " + s
         : block_reduce_ && !per_thread ? "if (threadIdx.x == 0) " + s

@@ -13,7 +13,9 @@ OutputBuffers allocate_outputs(const schedule::Schedule& s, const schedule::Memo
     for (size_t o = 0; o < outputs.size(); o++) {
       const ir::NodeRef& n = outputs[o];
       int64_t at = plan.offset[k][o];
-      if (at >= 0) {
+      if (o == 0 && s.kernels[k].in_place) {
+        b.outs[k].push_back(s.kernels[k].in_place->buffer);  // updated in place
+      } else if (at >= 0) {
         b.outs[k].push_back(std::make_shared<Buffer>(b.arena, static_cast<size_t>(at), n->dtype, n->numel()));
       } else {
         b.outs[k].push_back(std::make_shared<Buffer>(n->dtype, n->numel(), device));

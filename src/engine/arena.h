@@ -1,5 +1,6 @@
 // Binds a schedule's kernel outputs to memory as the memory plan says: planned intermediates to
-// views at their offsets in one arena buffer, the others to buffers of their own. Allocation goes
+// views at their offsets in one arena buffer, in-place outputs to the buffers they update, the
+// others to buffers of their own. Allocation goes
 // through Buffer, so a device provides its own memory.
 #pragma once
 #include <memory>

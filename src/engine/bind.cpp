@@ -39,6 +39,9 @@ std::vector<Bound> bind_launches(const schedule::Schedule& s, const Lowerings& l
       bd.args.push_back(o->data);
       bd.bytes += static_cast<int64_t>(o->nbytes());
     }
+    // an in-place kernel's loops run over the slices it writes, not over the buffer it updates
+    const int64_t elems = k.in_place ? k.outputs[0]->src[2]->numel() : k.outputs[0]->numel();
+    if (k.in_place) bd.bytes -= static_cast<int64_t>(outs[0]->nbytes()) - elems * dtype_size(outs[0]->dtype);
     for (auto& in : k.inputs) {
       if (in->buffer->device != device)
         throw Error("kiln.realize: kernel " + p.name + " runs on " + device.str() + " but reads a " +
@@ -48,7 +51,7 @@ std::vector<Bound> bind_launches(const schedule::Schedule& s, const Lowerings& l
       bd.bytes += static_cast<int64_t>(in->buffer->nbytes());
     }
     runtime::Launch& launch = bd.launch;
-    launch.parallel = launch.parallel && p.flops + static_cast<double>(k.outputs[0]->numel()) >= 32768;
+    launch.parallel = launch.parallel && p.flops + static_cast<double>(elems) >= 32768;
     r[i]->bind(launch, k);
     if (launch.gemm) stats().gemm_launches++;
     if (launch.cuda.kind == codegen::CudaLaunch::Kind::Grid) stats().attention_launches++;

@@ -457,6 +457,36 @@ Array eval_layer_norm(const Node& n, const std::vector<const Array*>& s) {
   return out;
 }
 
+// dst with slices index[t] along dim replaced by src's slices t, in order (a later duplicate wins);
+// an index out of range writes nothing.
+Array eval_index_copy(const Node& n, const std::vector<const Array*>& s) {
+  if (s.size() != 3 || n.arg.size() != 1) fail(n, "INDEX_COPY needs dst, index, src and arg {dim}");
+  const Array &dst = *s[0], &index = *s[1], &src = *s[2];
+  const size_t d = static_cast<size_t>(n.arg[0]);
+  if (d >= dst.shape.size() || index.shape.size() != 1 || src.shape.size() != dst.shape.size() ||
+      src.shape[d] != index.shape[0] || is_float(index.dtype))
+    fail(n, "INDEX_COPY shapes do not fit");
+  Array out = dst;
+  int64_t inner = 1, outer = 1;
+  for (size_t k = d + 1; k < dst.shape.size(); k++) inner *= dst.shape[k];
+  for (size_t k = 0; k < d; k++) outer *= dst.shape[k];
+  const int64_t n_dst = dst.shape[d], m = index.shape[0];
+  for (int64_t t = 0; t < m; t++) {
+    int64_t j = index.i[static_cast<size_t>(t)];
+    if (j < 0 || j >= n_dst) continue;
+    for (int64_t o = 0; o < outer; o++)
+      for (int64_t e = 0; e < inner; e++) {
+        size_t to = static_cast<size_t>((o * n_dst + j) * inner + e),
+               from = static_cast<size_t>((o * m + t) * inner + e);
+        if (is_float(out.dtype))
+          out.f[to] = src.f[from];
+        else
+          out.i[to] = src.i[from];
+      }
+  }
+  return out;
+}
+
 Array eval_node(const Node& n, const std::vector<const Array*>& s) {
   for (auto d : n.shape)
     if (d < 0) fail(n, "negative dimension");
@@ -470,6 +500,7 @@ Array eval_node(const Node& n, const std::vector<const Array*>& s) {
     case Op::EXTERNAL: fail(n, "EXTERNAL node without a buffer (external ops are computed when created)");
     case Op::ATTENTION: return eval_attention(n, s);
     case Op::LAYER_NORM: return eval_layer_norm(n, s);
+    case Op::INDEX_COPY: return eval_index_copy(n, s);
     default: break;
   }
   if (ir::is_movement(n.op) || n.op == Op::CONTIGUOUS || n.op == Op::DETACH) {

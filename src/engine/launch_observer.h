@@ -15,6 +15,8 @@ class LaunchObserver {
   virtual ~LaunchObserver() = default;
   virtual void launched(const runtime::Launch& l, const std::vector<std::shared_ptr<Buffer>>& outputs,
                         const std::vector<std::shared_ptr<Buffer>>& inputs) = 0;
+  // How many references to b it keeps (what an in-place write may discount: engine/in_place.h).
+  virtual long holds(const Buffer&) const { return 0; }
 };
 LaunchObserver*& launch_observer();  // thread-local; nullptr when none
 

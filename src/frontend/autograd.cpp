@@ -12,6 +12,7 @@
 #include "frontend/attention.h"
 #include "frontend/external.h"
 #include "frontend/graph.h"
+#include "frontend/index_copy.h"
 #include "frontend/jit_recorder.h"
 #include "frontend/layer_norm.h"
 #include "frontend/tensor_impl.h"
@@ -113,6 +114,7 @@ std::vector<std::optional<Tensor>> rule(const NodeRef& n, const Tensor& g, const
     case Op::EXTERNAL: return frontend::external_backward(n, g);
     case Op::ATTENTION: return frontend::attention_backward(n, g);
     case Op::LAYER_NORM: return frontend::layer_norm_backward(n, g);
+    case Op::INDEX_COPY: return frontend::index_copy_backward(n, g);
     default: break;
   }
   // comparisons, integer and bitwise ops, DETACH: no gradient

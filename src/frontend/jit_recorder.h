@@ -30,6 +30,16 @@ struct Recording : engine::LaunchObserver {
                 const std::vector<std::shared_ptr<Buffer>>& inputs) override {
     launches.push_back({l, outputs, inputs});
   }
+  // references to b in the launches and assignments recorded (to buffers, never their contents)
+  long holds(const Buffer& b) const override {
+    long n = 0;
+    for (auto& l : launches) {
+      for (auto& o : l.outputs) n += o.get() == &b;
+      for (auto& i : l.inputs) n += i.get() == &b;
+    }
+    for (auto& a : assigned) n += a.second.get() == &b;
+    return n;
+  }
   void assigning(const std::shared_ptr<Tensor::Impl>& impl) {
     for (auto& [w, b] : assigned)
       if (w.lock() == impl) return;

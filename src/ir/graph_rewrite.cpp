@@ -150,9 +150,10 @@ const RuleSet& movement_rules() {
     });
     // attention and layer norm that no kernel computes are their composites: lowered here, in the
     // first pass, so the passes after see their matmuls and reduces, and again wherever a later
-    // movement pass uncovers one below a realized view
+    // movement pass uncovers one below a realized view; so is an INDEX_COPY that cannot write in place
     r.on(Op::ATTENTION, lower_special);
     r.on(Op::LAYER_NORM, lower_special);
+    r.on(Op::INDEX_COPY, lower_special);
     // DETACH only matters to autograd, which has run by now
     r.on(Op::DETACH, [](const NodeRef& n) -> NodeRef { return n->src[0]; });
     // contiguous() of a buffer is the buffer itself (buffers are contiguous)

@@ -12,7 +12,7 @@ namespace kiln::ir {
 const RuleSet& fold_constants_rules();
 const RuleSet& algebraic_rules();  // x*1, x+0, x*0 (exact cases), cast to own dtype
 // reshape∘reshape, permute∘permute, identities, views of constants; ATTENTION and LAYER_NORM -> their
-// composites where no kernel computes them
+// composites where no kernel computes them, INDEX_COPY where it does not write in place
 const RuleSet& movement_rules();
 
 // The rule that puts its composite of primitive ops in place of an `op` node (ATTENTION, LAYER_NORM)

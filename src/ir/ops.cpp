@@ -5,12 +5,12 @@ namespace kiln::ir {
 
 const char* op_name(Op op) {
   static const char* names[] = {
-      "BUFFER",     "CONST",    "IOTA",     "EXP2",      "LOG2",          "SIN",   "SQRT",   "RECIP",
-      "TRUNC",      "CAST",     "BITCAST",  "ADD",       "MUL",           "MAX",   "IDIV",   "MOD",
-      "CMPLT",      "CMPNE",    "AND",      "OR",        "XOR",           "SHL",   "SHR",    "WHERE",
-      "MULACC",     "REDUCE",   "RESHAPE",  "PERMUTE",   "EXPAND",        "PAD",   "SHRINK", "FLIP",
-      "CONTIGUOUS", "DETACH",   "EXTERNAL", "ATTENTION", "DEFINE_GLOBAL", "RANGE", "LOAD",   "STORE",
-      "DEFINE_ACC", "ENDRANGE", "SINK",     "LAYER_NORM"};
+      "BUFFER",     "CONST",    "IOTA",     "EXP2",       "LOG2",          "SIN",   "SQRT",   "RECIP",
+      "TRUNC",      "CAST",     "BITCAST",  "ADD",        "MUL",           "MAX",   "IDIV",   "MOD",
+      "CMPLT",      "CMPNE",    "AND",      "OR",         "XOR",           "SHL",   "SHR",    "WHERE",
+      "MULACC",     "REDUCE",   "RESHAPE",  "PERMUTE",    "EXPAND",        "PAD",   "SHRINK", "FLIP",
+      "CONTIGUOUS", "DETACH",   "EXTERNAL", "ATTENTION",  "DEFINE_GLOBAL", "RANGE", "LOAD",   "STORE",
+      "DEFINE_ACC", "ENDRANGE", "SINK",     "LAYER_NORM", "INDEX_COPY"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<int>(Op::COUNT_));
   return names[static_cast<int>(op)];
 }

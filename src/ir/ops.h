@@ -69,6 +69,12 @@ enum class Op : uint8_t {
   // rewrites replace it with its composite (frontend/layer_norm.h); in a kernel AST, the kernel's ops
   // (last in the enum so that the ops above keep their numbers, which kernel hashes include)
   LAYER_NORM,
+  // dst with slices replaced, sources (dst, index, src), arg {dim}: dst[.., index[t], ..] = src[.., t, ..]
+  // along dim for each t of the 1-D integer index; an index outside [0, dst.size(dim)) writes
+  // nothing, and of duplicates one write wins (which one is unspecified). Its kernel writes the
+  // slices into dst's buffer in place (engine/in_place.h) where nothing else reads dst; elsewhere
+  // graph rewrites replace it with its composite (frontend/index_copy.cpp). Last, like LAYER_NORM.
+  INDEX_COPY,
   COUNT_
 };
 // RECIP's arg when it is a division's divisor (a / b): a product by it is the correctly rounded

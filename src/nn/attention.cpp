@@ -50,18 +50,6 @@ Tensor MultiheadAttentionImpl::forward(const Tensor& x) const {
   return out_proj(y.transpose(1, 2).reshape({B, T, E}));
 }
 
-namespace {
-
-// cache (B, H, max_len, D) with column cols[t] replaced by x[:, :, t] for every t of x (B, H, T, D).
-// One column is a where over the cache; several go through scatter (one-hot over the T columns).
-Tensor write_columns(const Tensor& cache, const Tensor& cols, const Tensor& x) {
-  int64_t T = x.size(2), max_len = cache.size(2);
-  if (T == 1) return where((arange(max_len) == cols).reshape({1, 1, max_len, 1}), x, cache);
-  return cache.scatter(2, cols.reshape({1, 1, T, 1}).expand(x.shape()), x);
-}
-
-}  // namespace
-
 Tensor MultiheadAttentionImpl::forward(const Tensor& x, const Tensor& mask, KVCache* cache,
                                        const Tensor& cols) const {
   detail::need_float("MultiheadAttention", x);
@@ -87,8 +75,10 @@ Tensor MultiheadAttentionImpl::forward(const Tensor& x, const Tensor& mask, KVCa
   auto heads = [&](const Tensor& t) { return t.reshape({B, T, H, D}).transpose(1, 2); };
   Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
   if (cache) {
-    cache->k.assign_(write_columns(cache->k, cols, k));
-    cache->v.assign_(write_columns(cache->v, cols, v));
+    // columns cols[t] of the caches (B, H, max_len, D) get x[:, :, t]: stored in place, a step's
+    // column and not the whole cache (index_copy_)
+    cache->k.index_copy_(2, cols, k.to(cache->k.dtype()));
+    cache->v.index_copy_(2, cols, v.to(cache->v.dtype()));
     k = cache->k, v = cache->v;
   }
   F::AttentionOptions o = attention_options();

@@ -158,7 +158,7 @@ Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, const Gener
   // token, with no graph to build or schedule; the draw's key is an input. Not with dropout at
   // work: its random draws differ from call to call.
   std::optional<Jit> decode;
-  if (!(is_training() && config_.dropout > 0))
+  if (o.jit && !(is_training() && config_.dropout > 0))
     decode.emplace([&](const std::vector<Tensor>& in) {
       return logits_and_tokens(window_logits(in[0].clamp(0.0), pad_t, in[1], &caches),
                                device_draw ? in[2] : Tensor());
@@ -198,10 +198,9 @@ Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, const Gener
         outs = logits_and_tokens(window_logits(token.clamp(0.0), pad_t, col, &caches), key);
     } else if (o.use_cache && T <= L) {  // the prompt fills columns [0, T)
       int64_t H = config_.n_head, D = config_.n_embd / H;
-      for (size_t i = 0; i < h->size(); i++) {
-        TensorOptions to{.dtype = wte->weight.dtype(), .device = dev};
-        caches.push_back({zeros({B, H, L, D}, to), zeros({B, H, L, D}, to)});
-      }
+      // zeros in buffers of their own, so that the prompt's columns are stored in place too
+      Tensor zero = zeros({B, H, L, D}, {.dtype = wte->weight.dtype(), .device = dev});
+      for (size_t i = 0; i < h->size(); i++) caches.push_back({detail::fresh(zero), detail::fresh(zero)});
       outs = logits_and_tokens(
           window_logits(window(T), pad_t, arange(T, {.dtype = DType::I64, .device = dev}), &caches), key);
     } else {  // the whole window again: the last W columns, fewer of them padding

@@ -291,6 +291,8 @@ std::vector<NodeRef> realize_points(const std::vector<NodeRef>& roots, const std
     for (auto& s : n->src) stack.push_back(s);
     if (n->op == Op::CONTIGUOUS) add(n, says("contiguous() is always a kernel output"));
     if (scatter_sum(n)) add(n, says("a one-hot sum along a kept dim: a kernel of its own, a scatter-add"));
+    if (n->op == Op::INDEX_COPY)
+      add(n, says("a slice write into its destination's buffer (in place): a kernel of its own"));
     if (n->op == Op::LAYER_NORM) {  // a runner's kernel, reading its sources as whole buffers
       add(n, says("layer norm is a kernel of its own"));
       for (auto& s : n->src) add(s, says("read by layer norm from memory"));

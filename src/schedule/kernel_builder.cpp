@@ -62,6 +62,28 @@ class Builder {
     return ir::simplify(ir::make(Op::SINK, outs_[0]->dtype, {}, stores));
   }
 
+  // An INDEX_COPY's kernel: loops over its source's slices, each stored at the position its index
+  // gives along the dim, into the destination's buffer (output 0); a position outside the dim is
+  // not stored (the STORE's gate), so memory outside the buffer is never written.
+  NodeRef build_index_copy() {
+    const NodeRef& x = outs_[0];
+    const NodeRef &index = x->src[1], &src = x->src[2];
+    const auto d = static_cast<size_t>(x->arg[0]);
+    std::vector<NodeRef> idx;
+    int64_t id = 0;
+    for (auto n : src->shape) idx.push_back(n == 1 ? ir::const_int(0) : ir::range(id++, n, false));
+    next_range_ = id;
+    NodeRef value = render({src, idx, nullptr});
+    NodeRef e = render({index, {idx[d]}, nullptr});
+    if (e->dtype != DType::I64) e = ir::make(Op::CAST, DType::I64, {}, {e});
+    NodeRef inside = ir::land(ir::ge(e, 0), ir::lt(e, x->shape[d]));
+    std::vector<NodeRef> at = idx;
+    at[d] = e;
+    NodeRef store =
+        ir::make(Op::STORE, x->dtype, {}, {global_of(x), flat_index(at, x->shape), value, inside});
+    return ir::simplify(ir::make(Op::SINK, x->dtype, {}, {store}));
+  }
+
   std::vector<NodeRef> inputs() const {
     return {globals_.begin() + static_cast<long>(outs_.size()), globals_.end()};
   }
@@ -476,6 +498,16 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
       s.empty.push_back(p);
       continue;
     }
+    if (p->op == Op::INDEX_COPY) {  // a kernel of its own, over the slices it writes
+      if (!is_realized(p->src[0]))
+        throw Error(
+            "kiln.schedule: INDEX_COPY into an unrealized destination (its composite should "
+            "have replaced it): " +
+            p->str());
+      groups.push_back({p});
+      inlines.emplace_back();
+      continue;
+    }
     if (p->op == Op::ATTENTION || p->op == Op::LAYER_NORM) {
       // a special node's kernel computes nothing else, but the parts of one pass over the same
       // sources come out together (attention's output and log-sum-exp; a layer norm's parts)
@@ -520,7 +552,9 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
     const auto& shared = reads[p.get()];
     for (size_t j = i + 1; j < points.size(); j++) {
       const NodeRef& q = points[j];
-      if (taken[j] || q->numel() == 0 || q->op == Op::ATTENTION || q->op == Op::LAYER_NORM) continue;
+      if (taken[j] || q->numel() == 0 || q->op == Op::ATTENTION || q->op == Op::LAYER_NORM ||
+          q->op == Op::INDEX_COPY)
+        continue;
       if (q->shape != p->shape) {
         // a kernel of row statistics takes in a later point that reads them at its rows (a loss's
         // max and sum of exponentials, and its gradient over the whole row): the rows are read once
@@ -577,6 +611,12 @@ Schedule build_schedule(const std::vector<NodeRef>& roots, const std::vector<Nod
       k.ast = layer_norm_ast(g);
       k.outputs = g;
       k.inputs = g[0]->src;
+    } else if (g[0]->op == Op::INDEX_COPY) {
+      Builder b(point_set, g, inlines[gi]);
+      k.ast = b.build_index_copy();
+      k.outputs = g;
+      k.inputs = b.inputs();
+      k.in_place = g[0]->src[0];
     } else {
       Builder b(point_set, g, inlines[gi]);
       k.ast = b.build();

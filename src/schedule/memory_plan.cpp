@@ -62,7 +62,8 @@ MemoryPlan plan_memory(const Schedule& s, const std::unordered_set<const ir::Nod
         ranges[it->second].last = static_cast<int64_t>(k);
     for (size_t o = 0; o < kern.outputs.size(); o++) {
       const ir::NodeRef& n = kern.outputs[o];
-      if (survivors.count(n.get())) continue;
+      if (survivors.count(n.get()) || (o == 0 && kern.in_place))
+        continue;  // the latter: no memory of its own
       range_of[n.get()] = ranges.size();
       ranges.push_back({static_cast<int64_t>(k), static_cast<int64_t>(k),
                         static_cast<size_t>(n->numel()) * dtype_size(n->dtype)});

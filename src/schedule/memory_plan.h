@@ -37,7 +37,8 @@ struct MemoryPlan {
 };
 
 // Plans every kernel output that is not in `survivors` (the roots, and outputs something may read
-// after the schedule: see engine/survivors.h) into the arena.
+// after the schedule: see engine/survivors.h) into the arena, but for in-place outputs
+// (Kernel::in_place), which are the buffers they update.
 MemoryPlan plan_memory(const Schedule& s, const std::unordered_set<const ir::Node*>& survivors);
 
 }  // namespace kiln::schedule

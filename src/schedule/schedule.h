@@ -15,6 +15,9 @@ struct Kernel {
   std::vector<ir::NodeRef> outputs;  // tensor nodes this kernel realizes: DEFINE_GLOBAL 0..n-1
   std::vector<ir::NodeRef> inputs;   // realized tensor nodes it reads: DEFINE_GLOBAL n..
   std::vector<std::string> why;      // with ScheduleOptions::explain: why each output is realized
+  // Set for an INDEX_COPY kernel: output 0 is this realized node's buffer, into which the kernel
+  // stores only the new slices (its loops run over them); it reads nothing else of it.
+  ir::NodeRef in_place;
 };
 
 struct Schedule {

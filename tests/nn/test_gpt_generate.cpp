@@ -9,8 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
+#include "ir/node.h"
 #include "nn/nn_check.h"
+#include "runtime/buffer.h"
 
 using namespace kiln;
 using kiln::testing::expect_error;
@@ -249,4 +252,50 @@ TEST(GptGenerate, LongerGenerationCompilesNoNewKernels) {
   EXPECT_GT(c20, 0);
   EXPECT_EQ(c60, c20);
   EXPECT_EQ(again, 0);
+}
+
+// The captured step's replays draw what eager steps draw (jit = false: each step through the realize
+// driver): the same tokens and logits, sampled from the same generator state, and with a longer
+// prompt than the window holds at the start.
+TEST(GptGenerate, JitAndEagerDrawTheSameTokens) {
+  nn::GPT g = model();
+  Tensor prompt = tokens(2, 5, 11);
+  for (std::optional<int64_t> k : {std::optional<int64_t>(1), std::optional<int64_t>(7)}) {
+    Generator ga(4), gb(4);
+    Recorded jit = run(g, prompt, 14, {.top_k = k, .generator = &ga});
+    Recorded eager = run(g, prompt, 14, {.top_k = k, .jit = false, .generator = &gb});
+    EXPECT_EQ(jit.out.to_vector<int64_t>(), eager.out.to_vector<int64_t>()) << "top_k " << *k;
+    ASSERT_EQ(jit.logits.size(), eager.logits.size());
+    for (size_t s = 0; s < jit.logits.size(); s++)
+      EXPECT_EQ(jit.logits[s], eager.logits[s]) << "top_k " << *k << " step " << s;
+  }
+}
+
+// A one-token step with the cache writes each cache in place: one kernel per cache over the new
+// column (B, H, 1, D), into the cache's own buffer, not a kernel over (B, H, max_len, D).
+TEST(GptGenerate, DecodingStepWritesTheCachesInPlace) {
+  const int64_t B = 2, H = 4, L = 32, D = 8;
+  manual_seed(5);
+  nn::MultiheadAttention attn(H * D, H);
+  attn->eval();
+  NoGradGuard no_grad;
+  nn::KVCache cache{zeros({B, H, L, D}).contiguous().realize(), zeros({B, H, L, D}).contiguous().realize()};
+  Tensor j = arange(L).reshape({1, 1, 1, L});
+  for (int64_t t = 0; t < 3; t++) {
+    const void* k_at = cache.k.node()->buffer->data;
+    const void* v_at = cache.v.node()->buffer->data;
+    Tensor col = tensor(std::vector<int64_t>{t}), x = randn({B, 1, H * D}).realize();
+    kiln::testing::LaunchLog log;
+    Tensor y = attn->forward(x, j <= t, &cache, col);
+    realize({y, cache.k, cache.v});
+    EXPECT_EQ(cache.k.node()->buffer->data, k_at) << "step " << t;
+    EXPECT_EQ(cache.v.node()->buffer->data, v_at) << "step " << t;
+    int writes = 0;
+    for (auto& r : log.runs) {
+      if (r.out != k_at && r.out != v_at) continue;
+      writes++;
+      EXPECT_EQ(r.loop_elems, B * H * D) << r.name;
+    }
+    EXPECT_EQ(writes, 2) << "step " << t;
+  }
 }

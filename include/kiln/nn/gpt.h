@@ -43,6 +43,9 @@ struct GenerateOptions {
   // at fixed shapes: no new kernels as the context grows). false: every step recomputes the whole
   // context (the reference the cache is tested against).
   bool use_cache = true;
+  // Replay the one-token step with the cache as a captured kiln::Jit step from its third call on.
+  // false: every step goes through the realize driver (the reference the replays are tested against).
+  bool jit = true;
   Generator* generator = nullptr;
   std::function<void(const Tensor&)> on_token = nullptr;   // each step's tokens (B, 1) i64, realized
   std::function<void(const Tensor&)> on_logits = nullptr;  // each step's last logits (B, V), realized

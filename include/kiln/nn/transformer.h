@@ -9,10 +9,10 @@
 namespace kiln::nn {
 
 // One layer's static key/value cache for autoregressive decoding: k and v of shape
-// (B, num_heads, max_len, head_dim), allocated once. A step writes its new columns by assign_ (kiln
-// has no in-place stores: the step's kernels write the whole cache anew, the old column values
-// with the new ones put in by where), at columns given as tensor values, so shapes never change
-// and every decoding step runs the same compiled kernels.
+// (B, num_heads, max_len, head_dim), allocated once. A step writes its new columns by index_copy_
+// (stored into the cache's buffer in place, where nothing else holds its old value), at columns
+// given as tensor values, so shapes never change and every decoding step runs the same compiled
+// kernels.
 struct KVCache {
   Tensor k, v;
 };

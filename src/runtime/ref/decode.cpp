@@ -223,8 +223,9 @@ class Decoder {
         if (add_into && (t == DType::F16 || t == DType::BF16))
           fail(i, "adds into a " + std::string(dtype_name(t)) + " buffer (16-bit stores only assign)");
         int32_t idx = value(i, in.src[1]), v = value(i, in.src[2]);
+        int32_t gate = in.src.size() > 3 ? value(i, in.src[3]) : one_;
         if (kind_of(inst(in.src[2]).dtype) != kind_of(t)) fail(i, "stores a value of another kind");
-        add(add_into ? Code::STORE_ADD : Code::STORE, t, 0, idx, v, 0, g);
+        add(add_into ? Code::STORE_ADD : Code::STORE, t, 0, idx, v, gate, g);
         return;
       }
       case Op::DEFINE_ACC: {

@@ -170,11 +170,13 @@ void execute(const Decoded& d, void* const* args, const int64_t* elems, int64_t 
         o = load(args[s.imm], a.i, s.type);
         break;
       case Code::STORE:
+        if (!R[s.c].i) break;  // a gated store whose gate is off
         if (static_cast<uint64_t>(a.i) >= static_cast<uint64_t>(elems[s.imm]))
           out_of_bounds(d, "stores", s.imm, a.i, elems[s.imm]);
         store(args[s.imm], a.i, s.type, b);
         break;
       case Code::STORE_ADD:
+        if (!R[s.c].i) break;
         if (static_cast<uint64_t>(a.i) >= static_cast<uint64_t>(elems[s.imm]))
           out_of_bounds(d, "adds into", s.imm, a.i, elems[s.imm]);
         store(args[s.imm], a.i, s.type, added(load(args[s.imm], a.i, s.type), b, s.type));
