@@ -33,7 +33,7 @@ class Linearizer {
   }
 
   Program run(const NodeRef& ast) {
-    std::vector<NodeRef> globals;
+    std::vector<NodeRef> globals, segments;
     for (auto& n : order_) {
       if (n->op == Op::DEFINE_GLOBAL) {
         size_t i = static_cast<size_t>(n->arg[0]);
@@ -43,6 +43,7 @@ class Linearizer {
       if (n->op == Op::STORE) p_.written[static_cast<size_t>(n->src[0]->arg[0])] = true;
       if (n->op == Op::RANGE && n->arg[2] == ir::kGlobalRange) globals.push_back(n);
       if (n->op == Op::RANGE && n->arg[2] == ir::kUpcastRange) lanes_.push_back(n);
+      if (n->op == Op::RANGE && n->arg[2] == ir::kSegmentRange) segments.push_back(n);
     }
     std::sort(lanes_.begin(), lanes_.end(), [](auto& a, auto& b) { return a->arg[0] < b->arg[0]; });
     std::sort(globals.begin(), globals.end(), [](auto& a, auto& b) { return a->arg[0] < b->arg[0]; });
@@ -62,6 +63,7 @@ class Linearizer {
     }
     for (auto& n : order_)
       if (n->op == Op::DEFINE_GLOBAL) emit(n);
+    if (!segments.empty()) return emit_segments(segments, !globals.empty() || !packs.empty());
     double trips = 1;
     for (size_t i = 0; i < globals.size(); i++) {
       const NodeRef& g = globals[i];
@@ -101,6 +103,31 @@ class Linearizer {
     if (ir::is_elementwise(in.op)) p_.flops += trips_;
     p_.insts.push_back(std::move(in));
     return static_cast<int>(p_.insts.size()) - 1;
+  }
+
+  // A horizontally fused kernel: each segment's loop (arg {id, size, kind, outer, 0, offset}) with
+  // its stores, one after another; nothing computed in one segment is reused in the next.
+  Program emit_segments(std::vector<NodeRef>& segments, bool other_loops) {
+    if (other_loops || !lanes_.empty())
+      throw Error("kiln.linearize: a kernel of segments has loops or scratch fills outside them");
+    std::sort(segments.begin(), segments.end(), [](auto& a, auto& b) { return a->arg[3] < b->arg[3]; });
+    for (auto& seg : segments) {
+      scopes_.emplace_back();
+      memo_[seg.get()] =
+          add({Op::RANGE, DType::I64, {}, {seg->arg[0], seg->arg[1], ir::kSegmentRange, 1, 0, seg->arg[3]}});
+      scopes_.back().push_back(seg.get());
+      trips_ = static_cast<double>(seg->arg[1]);
+      for (auto& st : outputs_)
+        if (deps_[st.get()].count(seg->arg[0])) emit(st);
+      add({Op::ENDRANGE, DType::I64, {}, {}});
+      for (auto* n : scopes_.back()) memo_.erase(n);
+      scopes_.pop_back();
+      p_.outer_size = std::max(p_.outer_size, seg->arg[3] + seg->arg[1]);
+    }
+    for (auto& st : outputs_)
+      if (deps_[st.get()].size() != 1)
+        throw Error("kiln.linearize: a store of a kernel of segments moves with other than one segment");
+    return std::move(p_);
   }
 
   // Whether a store fills a kernel's scratch (under loops of kind kPackRange) rather than an output.

@@ -19,9 +19,17 @@ using ir::Op;
 
 std::string kernel_name(const NodeRef& ast) {
   std::vector<std::pair<int64_t, NodeRef>> g, r;
-  for (auto& n : ir::toposort({ast}))
-    if (n->op == Op::RANGE && n->arg[2] != ir::kPackRange)
+  int64_t segments = 0, flat = 0;
+  for (auto& n : ir::toposort({ast})) {
+    if (n->op == Op::RANGE && n->arg[2] == ir::kSegmentRange) {
+      segments++;
+      flat = std::max(flat, n->arg[3] + n->arg[1]);
+    } else if (n->op == Op::RANGE && n->arg[2] != ir::kPackRange) {
       (n->arg[2] == ir::kReduceRange ? r : g).push_back({n->arg[0], n});
+    }
+  }
+  // a horizontally fused kernel: S, its segments, its flat loop
+  if (segments > 0) return "S" + std::to_string(segments) + "_" + std::to_string(flat);
   std::sort(g.begin(), g.end());
   std::sort(r.begin(), r.end());
   std::string name = r.empty() ? "E" : "r";

@@ -122,7 +122,9 @@ class CudaRenderer : public RendererBase {
           "LL; kiln_t0 += (int64_t)gridDim.x * blockDim.x / " + g + ") {");
       out("  const bool kiln_live = kiln_t0 < " + std::to_string(work_) + "LL;");
       out("  t = kiln_live ? kiln_t0 : " + std::to_string(work_ - 1) + "LL;");
-    } else if (k.launch.step > 1)
+    } else if (segmented_)
+      out("{  // segments, each a grid-stride loop of its own");
+    else if (k.launch.step > 1)
       out("for (int64_t t = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) * " + lanes + "; t < " +
           std::to_string(k.launch.work) + "LL; t += (int64_t)gridDim.x * blockDim.x * " + lanes + ") {");
     else
@@ -141,6 +143,12 @@ class CudaRenderer : public RendererBase {
   // The output loops (all opened first by the linearizer) map onto t; the outermost reduce loop of
   // each reduce group is split over the block when the reduces are long enough to fill one.
   void plan(CudaLaunch& l) {
+    for (auto& in : p_.insts) segmented_ |= in.op == Op::RANGE && in.arg[2] == ir::kSegmentRange;
+    if (segmented_) {  // the grid sized for the flat loop; each segment's loop spans the whole grid
+      l.work = p_.outer_size;
+      plan_lanes(l, {});
+      return;
+    }
     std::vector<size_t> stack;
     std::vector<size_t> globals;
     bool opened_reduce = false;
@@ -251,7 +259,10 @@ class CudaRenderer : public RendererBase {
   // multiple of kLanes, so lane 0's index is a multiple of kLanes too.
   void plan_lanes(CudaLaunch& l, const std::vector<size_t>& globals) {
     auto lane_size = [&](size_t r) { return p_.insts[r].arg[1] % kLanes == 0; };
-    if (l.kind == CudaLaunch::Kind::Elementwise) {
+    if (segmented_) {  // segments of whole lanes: their loops step by kLanes (nothing else is laned)
+      for (size_t i = 0; i < p_.insts.size(); i++)
+        if (p_.insts[i].op == Op::RANGE && lane_size(i)) laned_.insert(i);
+    } else if (l.kind == CudaLaunch::Kind::Elementwise) {
       bool reduces = false;
       for (auto& in : p_.insts) {  // (an adding store is one atomic per element)
         if (in.op == Op::STORE && !in.arg.empty()) return;
@@ -496,6 +507,17 @@ class CudaRenderer : public RendererBase {
 
   void range(int i) override {
     const Inst& in = p_.insts[static_cast<size_t>(i)];
+    if (in.arg[2] == ir::kSegmentRange) {  // the whole grid strides through the segment
+      std::string n = "sidx" + std::to_string(in.arg[0]);
+      names_[static_cast<size_t>(i)] = n;
+      std::string w = laned_.count(static_cast<size_t>(i)) ? " * " + std::to_string(kLanes) : "";
+      out("for (int64_t " + n + " = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x)" + w + "; " + n + " < " +
+          std::to_string(in.arg[1]) + "LL; " + n + " += (int64_t)gridDim.x * blockDim.x" + w + ") {");
+      set_range_lanes(i);
+      open_.push_back(-2);
+      indent_++;
+      return;
+    }
     if (inner_.count(static_cast<size_t>(i))) {  // a row's output loop: over the block's threads
       std::string n = "gidx" + std::to_string(in.arg[0]);
       names_[static_cast<size_t>(i)] = n;
@@ -712,7 +734,8 @@ class CudaRenderer : public RendererBase {
   int split_count_ = 1;
   int64_t chunk_ = 0;  // ColumnReduce: reduce steps per chunk
   bool column_ = false;
-  int group_ = 1;  // Elementwise: threads sharing an output's reduce (see group_size)
+  bool segmented_ = false;  // a horizontally fused kernel: its segments' loops, one after another
+  int group_ = 1;           // Elementwise: threads sharing an output's reduce (see group_size)
   static constexpr int kColumnBlock = 256;             // ColumnReduce: threads a block
   int combines_ = 0;                                   // ColumnReduce: shared arrays so far
   std::vector<std::pair<int, std::string>> combined_;  // (accumulator, its shared array)

@@ -246,6 +246,9 @@ NodeRef range(int64_t id, int64_t size, bool reduce) {
 NodeRef range_of_kind(int64_t id, int64_t size, RangeKind kind) {
   return make(Op::RANGE, DType::I64, {}, {}, {id, size, kind});
 }
+NodeRef segment_range(int64_t id, int64_t size, int64_t offset) {
+  return make(Op::RANGE, DType::I64, {}, {}, {id, size, kSegmentRange, offset});
+}
 
 NodeRef alu(Op op, NodeRef a, NodeRef b) {
   DType t = is_comparison(op) ? DType::Bool : a->dtype;

@@ -82,9 +82,19 @@ bool is_const_value(const NodeRef& n, double v);
 // RANGE arg: {id, size, kind}: an output loop, a reduce loop, or an upcast loop (a short innermost
 // loop over lanes that each keep their own accumulator; see codegen/opt.h)
 // (or a loop that fills a kernel's scratch before the loops that read it: codegen/opt.h's PACK)
-enum RangeKind : int64_t { kGlobalRange = 0, kReduceRange = 1, kUpcastRange = 2, kPackRange = 3 };
+// A segment (arg {id, size, kSegmentRange, offset}) is one part of a horizontally fused kernel
+// (schedule/horizontal_fusion.cpp): its stores run over [0, size), which are the elements
+// [offset, offset + size) of the kernel's one flat loop; the segments run one after another.
+enum RangeKind : int64_t {
+  kGlobalRange = 0,
+  kReduceRange = 1,
+  kUpcastRange = 2,
+  kPackRange = 3,
+  kSegmentRange = 4
+};
 NodeRef range(int64_t id, int64_t size, bool reduce);
 NodeRef range_of_kind(int64_t id, int64_t size, RangeKind kind);
+NodeRef segment_range(int64_t id, int64_t size, int64_t offset);
 NodeRef alu(Op op, NodeRef a, NodeRef b);  // result dtype: bool for comparisons, else a's
 NodeRef operator+(NodeRef a, NodeRef b);
 NodeRef operator*(NodeRef a, NodeRef b);
