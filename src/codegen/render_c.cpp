@@ -188,6 +188,10 @@ class CRenderer : public RendererBase {
     std::string n = prefix + std::to_string(in.arg[0]);
     names_[static_cast<size_t>(i)] = n;
     std::string lo = in.arg[3] ? "start" : "0", hi = in.arg[3] ? "end" : std::to_string(in.arg[1]);
+    if (!in.src.empty()) {  // symbolic: the split runs to the largest trip count
+      const std::string& e = v(in.src[0]);
+      hi = in.arg[3] ? "(end < " + e + " ? end : " + e + ")" : e;
+    }
     // independent lanes: the innermost vectorized; outer ones unrolled inside a reduce loop, so that
     // the accumulators stay in registers, but not after it (a long epilogue unrolled 16 times is
     // code that misses the instruction cache: a gelu backward took 2x as long)
