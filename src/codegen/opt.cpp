@@ -206,12 +206,12 @@ NodeRef renumber_ranges(const NodeRef& ast) {
   int64_t id = 0;
   auto kind = [](const NodeRef& r) { return static_cast<ir::RangeKind>(r->arg[2]); };
   for (int64_t k : {ir::kGlobalRange, ir::kReduceRange, ir::kUpcastRange, ir::kPackRange})
-    for (auto& r : ranges_of(ast, k)) subs[r.get()] = ir::range_of_kind(1000000 + id++, r->arg[1], kind(r));
+    for (auto& r : ranges_of(ast, k)) subs[r.get()] = ir::range_like(r, 1000000 + id++, kind(r));
   NodeRef tmp = ir::substitute(ast, subs);
   subs.clear();
   for (int64_t k : {ir::kGlobalRange, ir::kReduceRange, ir::kUpcastRange, ir::kPackRange})
     for (auto& r : ranges_of(tmp, k))
-      subs[r.get()] = ir::range_of_kind(r->arg[0] - 1000000, r->arg[1], kind(r));
+      subs[r.get()] = ir::range_like(r, r->arg[0] - 1000000, kind(r));
   return ir::substitute(tmp, subs);
 }
 

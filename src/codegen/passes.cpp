@@ -10,6 +10,7 @@
 #include "codegen/opt.h"
 #include "codegen/render_c.h"
 #include "codegen/scatter_onehot.h"
+#include "ir/symbolic.h"
 #include "kiln/debug.h"
 
 namespace kiln::codegen {
@@ -33,8 +34,11 @@ std::string kernel_name(const NodeRef& ast) {
   std::sort(g.begin(), g.end());
   std::sort(r.begin(), r.end());
   std::string name = r.empty() ? "E" : "r";
-  for (auto& [id, n] : g) name += "_" + std::to_string(n->arg[1]);
-  for (auto& [id, n] : r) name += "_" + std::to_string(n->arg[1]);
+  auto size = [](const NodeRef& n) {
+    return ir::is_symbolic_range(*n) ? ir::dim_label(n->src[0]) : std::to_string(n->arg[1]);
+  };
+  for (auto& [id, n] : g) name += "_" + size(n);
+  for (auto& [id, n] : r) name += "_" + size(n);
   if (g.empty() && r.empty()) name += "_1";
   return name;
 }
@@ -46,7 +50,9 @@ Lowered lower(const NodeRef& ast, Target target, const DeviceLimits& limits) {
   int64_t zero_elems = 0;
   bool serial = false;
   int64_t scratch_bytes = 0;
-  if (!settings().noopt) {
+  // a kernel with symbolic loops (ir/symbolic.h) runs them as built: the opts read trip counts
+  const bool symbolic = ir::vars_in_use() && !ir::vars_of(ast).empty();
+  if (!settings().noopt && !symbolic) {
     s = fold_onehot_sums(s, out.opts);
     // the GPU's scatter-adds are atomic: their order, so their rounding, varies from run to run
     if (target == Target::CPU || !settings().deterministic) {
@@ -70,7 +76,7 @@ Lowered lower(const NodeRef& ast, Target target, const DeviceLimits& limits) {
     if (target == Target::CPU && !serial) s = thread_outer_loops(s, limits.cores, out.opts);
   }
   // accuracy, not speed: long sums in chunks (the GPU's block reductions already split them)
-  if (target == Target::CPU) s = chunk_long_sums(s, out.opts);
+  if (target == Target::CPU && !symbolic) s = chunk_long_sums(s, out.opts);
   s = renumber_ranges(s);
   out.program = linearize(s);
   out.program.name = kernel_name(s);

@@ -200,6 +200,10 @@ class CRenderer : public RendererBase {
       lo = segment_bound("start", in.arg[5], in.arg[1]);
       hi = segment_bound("end", in.arg[5], in.arg[1]);
     }
+    if (!in.src.empty()) {  // symbolic: the split runs to the largest trip count
+      const std::string& e = v(in.src[0]);
+      hi = in.arg[3] ? "(end < " + e + " ? end : " + e + ")" : e;
+    }
     // independent lanes: the innermost vectorized; outer ones unrolled inside a reduce loop, so that
     // the accumulators stay in registers, but not after it (a long epilogue unrolled 16 times is
     // code that misses the instruction cache: a gelu backward took 2x as long)

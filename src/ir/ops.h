@@ -69,6 +69,9 @@ enum class Op : uint8_t {
   // rewrites replace it with its composite (frontend/layer_norm.h); in a kernel AST, the kernel's ops
   // (last in the enum so that the ops above keep their numbers, which kernel hashes include)
   LAYER_NORM,
+  // a symbolic dimension's value (ir/symbolic.h): an I64 scalar, arg {name id, min, max}; bound per
+  // realize to the size of the dims it stands for, passed to kernels at launch
+  VAR,
   COUNT_
 };
 // RECIP's arg when it is a division's divisor (a / b): a product by it is the correctly rounded

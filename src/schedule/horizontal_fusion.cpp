@@ -28,7 +28,7 @@ int64_t index_divisions(const NodeRef& ast) {
 // collapse into that loop without adding index divisions (a broadcast, a transpose).
 std::vector<NodeRef> as_segment(const Kernel& k, const NodeRef& seg, int64_t* nodes) {
   const NodeRef& ast = k.ast;
-  if (ast->op != Op::SINK) return {};
+  if (ast->op != Op::SINK || !ast->arg.empty()) return {};  // (arg: symbolic sizes, ir/symbolic.h)
   std::vector<NodeRef> loops;
   *nodes = 0;
   for (auto& n : ir::toposort({ast})) {

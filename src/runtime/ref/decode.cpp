@@ -208,6 +208,16 @@ class Decoder {
           lo = segment_bound(d_.start, in.arg[5], in.arg[1]);
           hi = segment_bound(d_.end, in.arg[5], in.arg[1]);
         }
+        if (!in.src.empty()) {  // symbolic: its trip count, within the split's end for the outer loop
+          int32_t e = value(i, in.src[0]);
+          if (in.arg[3]) {
+            int32_t c = new_reg(), h = new_reg();
+            add(Code::CMPLT_I, DType::Bool, c, d_.end, e);
+            add(Code::WHERE, DType::I64, h, c, d_.end, e);
+            e = h;
+          }
+          hi = e;
+        }
         open_.push_back({d_.steps.size(), var, hi, {in.arg[2], in.arg[0]}});  // its exit is set at ENDRANGE
         loops_[{in.arg[2], in.arg[0]}].push_back(var);
         add(Code::RANGE, DType::I64, var, lo, hi);
@@ -221,6 +231,15 @@ class Decoder {
         loops_[o.name].pop_back();
         add(Code::ENDRANGE, DType::I64, o.var, 0, o.hi, 0, static_cast<int32_t>(o.step + 1));
         d_.steps[o.step].imm = static_cast<int32_t>(d_.steps.size());
+        return;
+      }
+      case Op::VAR: {  // element arg[1] of argument arg[0]
+        int g = static_cast<int>(in.arg.at(0));
+        if (g < 0 || static_cast<size_t>(g) >= p_.globals.size() ||
+            p_.globals[static_cast<size_t>(g)] != DType::I64)
+          fail(i, "reads its value from no I64 argument");
+        reg_[ui] = new_reg();
+        add(Code::LOAD, DType::I64, reg_[ui], const_reg(in.arg.at(1)), one_, 0, g);
         return;
       }
       case Op::LOAD: {
