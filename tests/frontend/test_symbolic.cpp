@@ -155,7 +155,9 @@ TEST(Symbolic, ShorterLastBatchOfATrainingStepCompilesNothing) {
     int64_t compiled = stats().kernels_compiled - before;
     float b = step(con, opt_con, batches[i], false);
     EXPECT_NEAR(a, b, 1e-5 * std::abs(b)) << "step " << i;
-    if (i == batches.size() - 1) EXPECT_EQ(compiled, 0) << "the last batch of " << batches[i] << " rows";
+    if (i == batches.size() - 1) {
+      EXPECT_EQ(compiled, 0) << "the last batch of " << batches[i] << " rows";
+    }
   }
 }
 
