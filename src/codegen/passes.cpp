@@ -50,12 +50,14 @@ Lowered lower(const NodeRef& ast, Target target, const DeviceLimits& limits) {
   int64_t zero_elems = 0;
   bool serial = false;
   int64_t scratch_bytes = 0;
-  // a kernel with symbolic loops (ir/symbolic.h) runs them as built: the opts read trip counts
+  // a kernel with symbolic loops (ir/symbolic.h): the opts leave those loops alone, and the ones
+  // that size their work by a kernel's trip counts (one-hot folds, scatters, packs, chunked sums)
+  // do not run
   const bool symbolic = ir::vars_in_use() && !ir::vars_of(ast).empty();
-  if (!settings().noopt && !symbolic) {
-    s = fold_onehot_sums(s, out.opts);
+  if (!settings().noopt) {
+    if (!symbolic) s = fold_onehot_sums(s, out.opts);
     // the GPU's scatter-adds are atomic: their order, so their rounding, varies from run to run
-    if (target == Target::CPU || !settings().deterministic) {
+    if (!symbolic && (target == Target::CPU || !settings().deterministic)) {
       Scatter sc = scatter_onehot_sums(s, target, out.opts);
       s = sc.ast;
       zero_elems = sc.zero_elems;
@@ -66,7 +68,7 @@ Lowered lower(const NodeRef& ast, Target target, const DeviceLimits& limits) {
     s = collapse_reduce_loops(s, out.opts, target == Target::CUDA);
     s = merge_reduces(s, out.opts);
     if (target == Target::CPU) s = order_output_loops(s, out.opts);
-    if (target == Target::CPU && limits.scratch && !serial) {
+    if (target == Target::CPU && limits.scratch && !serial && !symbolic) {
       Packed pk = pack_operand(s, out.opts);
       s = pk.ast;
       scratch_bytes = pk.scratch_bytes;
