@@ -24,6 +24,21 @@ struct Node;
 using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& s);  // "(2, 3)"
 
+// A symbolic dimension: a size with a name and bounds. A dim marked with it (Tensor::symbolic)
+// takes its size as the variable's value in each call, and the kernels that loop over it compile
+// once for every value in [min, max] (a last, shorter batch or a growing sequence compiles nothing).
+class Var {
+ public:
+  Var(std::string name, int64_t min, int64_t max);
+  const std::string& name() const { return name_; }
+  int64_t min() const { return min_; }
+  int64_t max() const { return max_; }
+
+ private:
+  std::string name_;
+  int64_t min_, max_;
+};
+
 // A number given where a tensor could be: keeps whether it was bool, integral or floating, for
 // PyTorch's promotion rules (an int tensor + 1 stays int, + 1.5 becomes float).
 struct Scalar {
@@ -209,6 +224,9 @@ class Tensor {
   Tensor index(std::vector<TensorIndex> idx) const;
   Tensor flip(std::vector<int64_t> dims) const;
   Tensor contiguous() const;
+  // The same values with dim d standing for v (src/frontend/symbolic.cpp): its size is v's value
+  // in this call, which must lie in v's bounds; what is computed from it keeps the dim symbolic.
+  Tensor symbolic(int64_t d, const Var& v) const;
   // (src/frontend/indexing.cpp) index tensors are integer; out-of-range indices read 0, never
   // out of bounds (KILN_VALIDATE=1 reports them)
   Tensor gather(int64_t d, const Tensor& index) const;

@@ -11,6 +11,7 @@
 #include "codegen/opt.h"
 #include "ir/rewrite.h"
 #include "ir/simplify.h"
+#include "ir/symbolic.h"
 #include "kiln/error.h"
 
 namespace kiln::codegen {
@@ -33,7 +34,7 @@ class Linearizer {
   }
 
   Program run(const NodeRef& ast) {
-    std::vector<NodeRef> globals;
+    std::vector<NodeRef> globals, segments;
     for (auto& n : order_) {
       if (n->op == Op::DEFINE_GLOBAL) {
         size_t i = static_cast<size_t>(n->arg[0]);
@@ -43,6 +44,7 @@ class Linearizer {
       if (n->op == Op::STORE) p_.written[static_cast<size_t>(n->src[0]->arg[0])] = true;
       if (n->op == Op::RANGE && n->arg[2] == ir::kGlobalRange) globals.push_back(n);
       if (n->op == Op::RANGE && n->arg[2] == ir::kUpcastRange) lanes_.push_back(n);
+      if (n->op == Op::RANGE && n->arg[2] == ir::kSegmentRange) segments.push_back(n);
     }
     std::sort(lanes_.begin(), lanes_.end(), [](auto& a, auto& b) { return a->arg[0] < b->arg[0]; });
     std::sort(globals.begin(), globals.end(), [](auto& a, auto& b) { return a->arg[0] < b->arg[0]; });
@@ -62,6 +64,15 @@ class Linearizer {
     }
     for (auto& n : order_)
       if (n->op == Op::DEFINE_GLOBAL) emit(n);
+    // symbolic sizes: read from the argument after the buffers, one I64 a VAR (ir::vars_of's order)
+    vars_ = ir::vars_of(ast);
+    if (!vars_.empty()) {
+      vars_global_ = ast->arg.empty() ? static_cast<int64_t>(p_.globals.size()) : ast->arg[0];
+      p_.globals.resize(static_cast<size_t>(vars_global_) + 1, DType::I64);
+      p_.written.resize(p_.globals.size(), false);
+      p_.globals.back() = DType::I64;
+    }
+    if (!segments.empty()) return emit_segments(segments, !globals.empty() || !packs.empty());
     double trips = 1;
     for (size_t i = 0; i < globals.size(); i++) {
       const NodeRef& g = globals[i];
@@ -75,7 +86,7 @@ class Linearizer {
         for (size_t j = i; j < globals.size(); j++) inner.insert(globals[j]->arg[0]);
         for (auto& st : outputs_) hoist(st, inner);
       }
-      memo_[g.get()] = add({Op::RANGE, DType::I64, {}, {g->arg[0], g->arg[1], 0, i == 0}});
+      memo_[g.get()] = add({Op::RANGE, DType::I64, extent(g), {g->arg[0], g->arg[1], 0, i == 0}});
       if (i == 0) p_.outer_size = g->arg[1];
       trips *= static_cast<double>(g->arg[1]);
     }
@@ -101,6 +112,37 @@ class Linearizer {
     if (ir::is_elementwise(in.op)) p_.flops += trips_;
     p_.insts.push_back(std::move(in));
     return static_cast<int>(p_.insts.size()) - 1;
+  }
+
+  // A horizontally fused kernel: each segment's loop (arg {id, size, kind, outer, 0, offset}) with
+  // its stores, one after another; nothing computed in one segment is reused in the next.
+  Program emit_segments(std::vector<NodeRef>& segments, bool other_loops) {
+    if (other_loops || !lanes_.empty())
+      throw Error("kiln.linearize: a kernel of segments has loops or scratch fills outside them");
+    std::sort(segments.begin(), segments.end(), [](auto& a, auto& b) { return a->arg[3] < b->arg[3]; });
+    for (auto& seg : segments) {
+      scopes_.emplace_back();
+      memo_[seg.get()] =
+          add({Op::RANGE, DType::I64, {}, {seg->arg[0], seg->arg[1], ir::kSegmentRange, 1, 0, seg->arg[3]}});
+      scopes_.back().push_back(seg.get());
+      trips_ = static_cast<double>(seg->arg[1]);
+      for (auto& st : outputs_)
+        if (deps_[st.get()].count(seg->arg[0])) emit(st);
+      add({Op::ENDRANGE, DType::I64, {}, {}});
+      for (auto* n : scopes_.back()) memo_.erase(n);
+      scopes_.pop_back();
+      p_.outer_size = std::max(p_.outer_size, seg->arg[3] + seg->arg[1]);
+    }
+    for (auto& st : outputs_)
+      if (deps_[st.get()].size() != 1)
+        throw Error("kiln.linearize: a store of a kernel of segments moves with other than one segment");
+    return std::move(p_);
+  }
+
+  // A symbolic range's trip count, emitted before its loop opens: {its instruction}, or {}.
+  std::vector<int> extent(const NodeRef& r) {
+    if (!ir::is_symbolic_range(*r)) return {};
+    return {emit(r->src[0])};
   }
 
   // Whether a store fills a kernel's scratch (under loops of kind kPackRange) rather than an output.
@@ -186,7 +228,12 @@ class Linearizer {
         stack.push_back({std::move(s)});
         continue;
       }
-      last = add({n->op, n->dtype, std::move(f.src), n->arg, n->fval});
+      if (n->op == Op::VAR) {  // {the argument, the slot}
+        auto slot = std::find(vars_.begin(), vars_.end(), n) - vars_.begin();
+        last = add({Op::VAR, DType::I64, {}, {vars_global_, slot}});
+      } else {
+        last = add({n->op, n->dtype, std::move(f.src), n->arg, n->fval});
+      }
       memo_[n.get()] = last;
       if (!scopes_.empty()) scopes_.back().push_back(n.get());
       stack.pop_back();
@@ -246,7 +293,7 @@ class Linearizer {
     for (auto& r : ranges) {
       bool innermost = r == ranges.back() && !lanes;
       int64_t contiguous = innermost && unit_stride_loads(group, r) ? 1 : 0;
-      memo_[r.get()] = add({Op::RANGE, DType::I64, {}, {r->arg[0], r->arg[1], 1, 0, contiguous}});
+      memo_[r.get()] = add({Op::RANGE, DType::I64, extent(r), {r->arg[0], r->arg[1], 1, 0, contiguous}});
       scopes_.back().push_back(r.get());
       trips_ *= static_cast<double>(r->arg[1]);
     }
@@ -336,6 +383,8 @@ class Linearizer {
   }
 
   std::vector<NodeRef> order_;
+  std::vector<NodeRef> vars_;  // the VARs, in their slots' order
+  int64_t vars_global_ = -1;
   std::unordered_map<const Node*, std::set<int64_t>> deps_;
   std::unordered_map<const Node*, int> memo_;
   std::vector<std::vector<const Node*>> scopes_;

@@ -46,8 +46,8 @@ NodeRef order_output_loops(const NodeRef& ast, std::vector<std::string>& log) {
       if (moves_with(l->src[1], g[i]) && b > best_bytes) best = g[i], best_bytes = b;
   }
   if (!best || best_bytes < kSwapMinBytes || outer_bytes * 16 > best_bytes) return ast;
-  NodeRef new_outer = ir::range_of_kind(outer->arg[0], best->arg[1], ir::kGlobalRange);
-  NodeRef new_inner = ir::range_of_kind(best->arg[0], outer->arg[1], ir::kGlobalRange);
+  NodeRef new_outer = ir::range_like(best, outer->arg[0], ir::kGlobalRange);
+  NodeRef new_inner = ir::range_like(outer, best->arg[0], ir::kGlobalRange);
   log.push_back("SWAP " + std::to_string(outer->arg[1]) + "x" + std::to_string(best->arg[1]));
   return ir::simplify(ir::substitute(ast, {{outer.get(), new_inner}, {best.get(), new_outer}}));
 }

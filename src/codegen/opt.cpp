@@ -47,6 +47,7 @@ NodeRef collapse_loops(const NodeRef& ast, std::vector<std::string>& log) {
     auto g = ranges_of(cur, ir::kGlobalRange);
     int64_t cost = index_cost(cur);
     for (size_t i = 0; i + 1 < g.size() && !merged; i++) {
+      if (ir::is_symbolic_range(*g[i]) || ir::is_symbolic_range(*g[i + 1])) continue;
       int64_t a = g[i]->arg[1], b = g[i + 1]->arg[1];
       NodeRef flat = ir::range(g[i]->arg[0], a * b, false);
       NodeRef cand = ir::simplify(
@@ -73,6 +74,7 @@ int64_t fresh_range_id(const std::vector<NodeRef>& order) {
 // The divisors c of loop r's size that its indices divide it by (r / c, r % c), 1 < c < size.
 std::vector<int64_t> divisors_used(const std::vector<NodeRef>& order, const NodeRef& r) {
   std::vector<int64_t> out;
+  if (ir::is_symbolic_range(*r)) return out;  // its trip count is not its size
   for (auto& n : order)
     if ((n->op == Op::IDIV || n->op == Op::MOD) && n->src[0] == r && n->src[1]->is_const()) {
       int64_t c = n->src[1]->ival();
@@ -149,6 +151,7 @@ NodeRef collapse_reduce_loops(const NodeRef& ast, std::vector<std::string>& log,
       if (red->op != Op::REDUCE) continue;
       for (size_t k = 1; k + 1 < red->src.size() && !merged; k++) {
         const NodeRef &a = red->src[k], &b = red->src[k + 1];
+        if (ir::is_symbolic_range(*a) || ir::is_symbolic_range(*b)) continue;
         int64_t nb = b->arg[1];
         NodeRef flat = ir::range(fresh, a->arg[1] * nb, true);
         NodeRef cand = with_reduce_loops(cur, red, k, 2, {flat},
@@ -185,7 +188,7 @@ NodeRef merge_reduces(const NodeRef& ast, std::vector<std::string>& log) {
         if (a->src.size() != b->src.size()) continue;
         bool same_sizes = true, same_ranges = true;
         for (size_t k = 1; k < a->src.size(); k++) {
-          same_sizes &= a->src[k]->arg[1] == b->src[k]->arg[1];
+          same_sizes &= a->src[k]->arg[1] == b->src[k]->arg[1] && a->src[k]->src == b->src[k]->src;
           same_ranges &= a->src[k] == b->src[k];
         }
         if (!same_sizes || same_ranges) continue;
@@ -206,12 +209,12 @@ NodeRef renumber_ranges(const NodeRef& ast) {
   int64_t id = 0;
   auto kind = [](const NodeRef& r) { return static_cast<ir::RangeKind>(r->arg[2]); };
   for (int64_t k : {ir::kGlobalRange, ir::kReduceRange, ir::kUpcastRange, ir::kPackRange})
-    for (auto& r : ranges_of(ast, k)) subs[r.get()] = ir::range_of_kind(1000000 + id++, r->arg[1], kind(r));
+    for (auto& r : ranges_of(ast, k)) subs[r.get()] = ir::range_like(r, 1000000 + id++, kind(r));
   NodeRef tmp = ir::substitute(ast, subs);
   subs.clear();
   for (int64_t k : {ir::kGlobalRange, ir::kReduceRange, ir::kUpcastRange, ir::kPackRange})
     for (auto& r : ranges_of(tmp, k))
-      subs[r.get()] = ir::range_of_kind(r->arg[0] - 1000000, r->arg[1], kind(r));
+      subs[r.get()] = ir::range_like(r, r->arg[0] - 1000000, kind(r));
   return ir::substitute(tmp, subs);
 }
 
@@ -265,6 +268,7 @@ NodeRef upcast_reduce_output(const NodeRef& ast, RegisterTile tile, std::vector<
   auto g = ranges_of(ast, ir::kGlobalRange);
   if (reduces.empty() || g.empty() || !ranges_of(ast, ir::kUpcastRange).empty()) return ast;
   const NodeRef& last = g.back();
+  if (ir::is_symbolic_range(*last)) return ast;
   // AVX-512's 32 lanes are two 16-float vectors: with 16 rows, 32 vector accumulators, what its
   // 32-register file holds (fewer lanes left the FMA units waiting on loads; bench/RESULTS.md)
   int64_t n = last->arg[1], k = lanes_for(n, {tile.cols, 16, 8, kMinTileCols});
@@ -304,12 +308,13 @@ NodeRef upcast_reduce_output(const NodeRef& ast, RegisterTile tile, std::vector<
     };
     NodeRef prev = g[g.size() - 2];
     for (size_t i = g.size() - 1; i-- > 0;)
-      if (reduce_moves_with(reduces, g[i]) && lanes_for(g[i]->arg[1], {tile.rows, 8, 4}) &&
+      if (!ir::is_symbolic_range(*g[i]) && reduce_moves_with(reduces, g[i]) &&
+          lanes_for(g[i]->arg[1], {tile.rows, 8, 4}) &&
           !shares_loads(g[i]) && !fills_in(g[i])) {
         prev = g[i];
         break;
       }
-    int64_t m = prev->arg[1], k2 = lanes_for(m, {tile.rows, 8, 4});
+    int64_t m = prev->arg[1], k2 = ir::is_symbolic_range(*prev) ? 0 : lanes_for(m, {tile.rows, 8, 4});
     if (k2 && reduce_moves_with(reduces, prev) && !fills_in(prev)) {
       NodeRef outer2 = ir::range_of_kind(prev->arg[0], m / k2, ir::kGlobalRange);
       NodeRef lane2 = ir::range_of_kind(uid, k2, ir::kUpcastRange);

@@ -10,6 +10,7 @@
 #include "codegen/opt.h"
 #include "codegen/render_c.h"
 #include "codegen/scatter_onehot.h"
+#include "ir/symbolic.h"
 #include "kiln/debug.h"
 
 namespace kiln::codegen {
@@ -19,14 +20,25 @@ using ir::Op;
 
 std::string kernel_name(const NodeRef& ast) {
   std::vector<std::pair<int64_t, NodeRef>> g, r;
-  for (auto& n : ir::toposort({ast}))
-    if (n->op == Op::RANGE && n->arg[2] != ir::kPackRange)
+  int64_t segments = 0, flat = 0;
+  for (auto& n : ir::toposort({ast})) {
+    if (n->op == Op::RANGE && n->arg[2] == ir::kSegmentRange) {
+      segments++;
+      flat = std::max(flat, n->arg[3] + n->arg[1]);
+    } else if (n->op == Op::RANGE && n->arg[2] != ir::kPackRange) {
       (n->arg[2] == ir::kReduceRange ? r : g).push_back({n->arg[0], n});
+    }
+  }
+  // a horizontally fused kernel: S, its segments, its flat loop
+  if (segments > 0) return "S" + std::to_string(segments) + "_" + std::to_string(flat);
   std::sort(g.begin(), g.end());
   std::sort(r.begin(), r.end());
   std::string name = r.empty() ? "E" : "r";
-  for (auto& [id, n] : g) name += "_" + std::to_string(n->arg[1]);
-  for (auto& [id, n] : r) name += "_" + std::to_string(n->arg[1]);
+  auto size = [](const NodeRef& n) {
+    return ir::is_symbolic_range(*n) ? ir::dim_label(n->src[0]) : std::to_string(n->arg[1]);
+  };
+  for (auto& [id, n] : g) name += "_" + size(n);
+  for (auto& [id, n] : r) name += "_" + size(n);
   if (g.empty() && r.empty()) name += "_1";
   return name;
 }
@@ -38,10 +50,14 @@ Lowered lower(const NodeRef& ast, Target target, const DeviceLimits& limits) {
   int64_t zero_elems = 0;
   bool serial = false;
   int64_t scratch_bytes = 0;
+  // a kernel with symbolic loops (ir/symbolic.h): the opts leave those loops alone, and the ones
+  // that size their work by a kernel's trip counts (one-hot folds, scatters, packs, chunked sums)
+  // do not run
+  const bool symbolic = ir::vars_in_use() && !ir::vars_of(ast).empty();
   if (!settings().noopt) {
-    s = fold_onehot_sums(s, out.opts);
+    if (!symbolic) s = fold_onehot_sums(s, out.opts);
     // the GPU's scatter-adds are atomic: their order, so their rounding, varies from run to run
-    if (target == Target::CPU || !settings().deterministic) {
+    if (!symbolic && (target == Target::CPU || !settings().deterministic)) {
       Scatter sc = scatter_onehot_sums(s, target, out.opts);
       s = sc.ast;
       zero_elems = sc.zero_elems;
@@ -52,7 +68,7 @@ Lowered lower(const NodeRef& ast, Target target, const DeviceLimits& limits) {
     s = collapse_reduce_loops(s, out.opts, target == Target::CUDA);
     s = merge_reduces(s, out.opts);
     if (target == Target::CPU) s = order_output_loops(s, out.opts);
-    if (target == Target::CPU && limits.scratch && !serial) {
+    if (target == Target::CPU && limits.scratch && !serial && !symbolic) {
       Packed pk = pack_operand(s, out.opts);
       s = pk.ast;
       scratch_bytes = pk.scratch_bytes;
@@ -62,7 +78,7 @@ Lowered lower(const NodeRef& ast, Target target, const DeviceLimits& limits) {
     if (target == Target::CPU && !serial) s = thread_outer_loops(s, limits.cores, out.opts);
   }
   // accuracy, not speed: long sums in chunks (the GPU's block reductions already split them)
-  if (target == Target::CPU) s = chunk_long_sums(s, out.opts);
+  if (target == Target::CPU && !symbolic) s = chunk_long_sums(s, out.opts);
   s = renumber_ranges(s);
   out.program = linearize(s);
   out.program.name = kernel_name(s);

@@ -17,8 +17,10 @@ struct Inst {
   std::vector<int64_t> arg;  // DEFINE_GLOBAL {index}; CONST {int value}; RANGE {id, size, reduce, outer,
                              // contiguous reduce: its loads step by one element, so it may vectorize};
   // DEFINE_ACC {reduce op}; ALU {1} = accumulate into src[0] (a DEFINE_ACC); STORE {1} = add into
-  // the element (atomically on the GPU). LOAD (buffer, index[, valid]) reads 0 where valid is false;
-  // STORE (buffer, index, value[, gate]) stores nothing where gate is false (an index copy's positions)
+  // the element (atomically on the GPU); VAR {global, slot}: a symbolic size, element slot of that
+  // argument; a symbolic RANGE has its trip count as src[0] (its size arg is the largest). LOAD
+  // (buffer, index[, valid]) reads 0 where valid is false; STORE (buffer, index, value[, gate])
+  // stores nothing where gate is false (an index copy's positions)
   double fval = 0;  // CONST float value
 };
 

@@ -168,6 +168,9 @@ void RendererBase::line(int i) {
   switch (in.op) {
     case Op::DEFINE_GLOBAL: names_[static_cast<size_t>(i)] = "data" + std::to_string(in.arg[0]); return;
     case Op::CONST: names_[static_cast<size_t>(i)] = literal(in); return;
+    case Op::VAR:
+      def(i, "var", "data" + std::to_string(in.arg[0]) + "[" + std::to_string(in.arg[1]) + "]");
+      return;
     case Op::RANGE: range(i); return;
     case Op::ENDRANGE: end_range(i); return;
     case Op::LOAD: load(i); return;

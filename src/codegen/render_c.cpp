@@ -170,6 +170,13 @@ class CRenderer : public RendererBase {
     return clause;
   }
 
+  // x - offset clamped to [0, size]: where a bound of the flat loop falls in a segment's loop.
+  static std::string segment_bound(const std::string& x, int64_t offset, int64_t size) {
+    std::string o = std::to_string(offset) + "LL", n = std::to_string(size) + "LL";
+    return "(" + x + " <= " + o + " ? 0LL : " + x + " - " + o + " >= " + n + " ? " + n + " : " + x + " - " +
+           o + ")";
+  }
+
   // Whether another RANGE opens inside the loop that range i opens.
   bool inner_range(int i) const {
     for (size_t j = static_cast<size_t>(i) + 1; j < p_.insts.size(); j++) {
@@ -181,13 +188,22 @@ class CRenderer : public RendererBase {
 
   void range(int i) override {
     const Inst& in = p_.insts[static_cast<size_t>(i)];
-    const char* prefix = in.arg[2] == ir::kUpcastRange   ? "uidx"
-                         : in.arg[2] == ir::kReduceRange ? "ridx"
-                         : in.arg[2] == ir::kPackRange   ? "pidx"
-                                                         : "gidx";
+    const char* prefix = in.arg[2] == ir::kUpcastRange    ? "uidx"
+                         : in.arg[2] == ir::kReduceRange  ? "ridx"
+                         : in.arg[2] == ir::kPackRange    ? "pidx"
+                         : in.arg[2] == ir::kSegmentRange ? "sidx"
+                                                          : "gidx";
     std::string n = prefix + std::to_string(in.arg[0]);
     names_[static_cast<size_t>(i)] = n;
     std::string lo = in.arg[3] ? "start" : "0", hi = in.arg[3] ? "end" : std::to_string(in.arg[1]);
+    if (in.arg[2] == ir::kSegmentRange) {  // this thread's part [start, end) of the flat loop, in the segment
+      lo = segment_bound("start", in.arg[5], in.arg[1]);
+      hi = segment_bound("end", in.arg[5], in.arg[1]);
+    }
+    if (!in.src.empty()) {  // symbolic: the split runs to the largest trip count
+      const std::string& e = v(in.src[0]);
+      hi = in.arg[3] ? "(end < " + e + " ? end : " + e + ")" : e;
+    }
     // independent lanes: the innermost vectorized; outer ones unrolled inside a reduce loop, so that
     // the accumulators stay in registers, but not after it (a long epilogue unrolled 16 times is
     // code that misses the instruction cache: a gelu backward took 2x as long)

@@ -122,7 +122,9 @@ class CudaRenderer : public RendererBase {
           "LL; kiln_t0 += (int64_t)gridDim.x * blockDim.x / " + g + ") {");
       out("  const bool kiln_live = kiln_t0 < " + std::to_string(work_) + "LL;");
       out("  t = kiln_live ? kiln_t0 : " + std::to_string(work_ - 1) + "LL;");
-    } else if (k.launch.step > 1)
+    } else if (segmented_)
+      out("{  // segments, each a grid-stride loop of its own");
+    else if (k.launch.step > 1)
       out("for (int64_t t = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) * " + lanes + "; t < " +
           std::to_string(k.launch.work) + "LL; t += (int64_t)gridDim.x * blockDim.x * " + lanes + ") {");
     else
@@ -141,6 +143,15 @@ class CudaRenderer : public RendererBase {
   // The output loops (all opened first by the linearizer) map onto t; the outermost reduce loop of
   // each reduce group is split over the block when the reduces are long enough to fill one.
   void plan(CudaLaunch& l) {
+    for (auto& in : p_.insts) segmented_ |= in.op == Op::RANGE && in.arg[2] == ir::kSegmentRange;
+    if (segmented_) {  // the grid sized for the flat loop; each segment's loop spans the whole grid
+      l.work = p_.outer_size;
+      plan_lanes(l, {});
+      return;
+    }
+    // symbolic trip counts (codegen/program.h): the launch covers the largest, each thread skips the
+    // outputs past the actual ones; no mode that needs a warp or a block to stay whole past the end
+    for (auto& in : p_.insts) symbolic_ |= in.op == Op::RANGE && !in.src.empty();
     std::vector<size_t> stack;
     std::vector<size_t> globals;
     bool opened_reduce = false;
@@ -195,7 +206,7 @@ class CudaRenderer : public RendererBase {
       int64_t s = std::min<int64_t>(longest / (l.block * 4), 4 * sms_ / std::max<int64_t>(l.work, 1));
       const Inst& top = p_.insts[split_.empty() ? 0 : split_.begin()->first];
       bool contiguous = split_.size() == 1 && top.arg.size() > 4 && top.arg[4];
-      if (accs > 0 && !contiguous && inner_.empty() && !globals.empty() && l.work >= 32) {
+      if (accs > 0 && !contiguous && inner_.empty() && !globals.empty() && l.work >= 32 && !symbolic_) {
         // 32 columns x 8 rows of threads a block; enough row chunks over gridDim.y for about 8
         // blocks per SM, each thread walking at least 8 rows of its chunk
         l.kind = CudaLaunch::Kind::ColumnReduce;
@@ -211,12 +222,12 @@ class CudaRenderer : public RendererBase {
         }
         return;
       }
-      if (accs > 0 && s > 1 && inner_.empty()) {
+      if (accs > 0 && s > 1 && inner_.empty() && !symbolic_) {
         l.split = static_cast<int>(s);
         l.counters_offset = l.work * s * accs * 8;
         l.scratch_bytes = l.counters_offset + l.work * 4;
       }
-      if (l.split == 1) plan_row_cache(l);
+      if (l.split == 1 && !symbolic_) plan_row_cache(l);
     } else if (int g = group_size(); g > 1) {
       l.group = g;
     } else {
@@ -237,7 +248,7 @@ class CudaRenderer : public RendererBase {
       if (in.op == Op::STORE && !in.arg.empty()) return 1;  // an adding store: one atomic an element
     }
     const Inst& r = p_.insts[split_.begin()->first];
-    if (reduces != 1 || r.arg.size() <= 4 || !r.arg[4] || r.arg[1] % kLanes != 0) return 1;
+    if (reduces != 1 || r.arg.size() <= 4 || !r.arg[4] || r.arg[1] % kLanes != 0 || symbolic_) return 1;
     int g = 1;
     while (g < 32 && (g * 2) * kLanes <= r.arg[1]) g *= 2;
     return g >= 8 ? g : 1;
@@ -250,8 +261,11 @@ class CudaRenderer : public RendererBase {
   // blocks own their outputs lane each loop split over the threads. A laned loop's size is a
   // multiple of kLanes, so lane 0's index is a multiple of kLanes too.
   void plan_lanes(CudaLaunch& l, const std::vector<size_t>& globals) {
-    auto lane_size = [&](size_t r) { return p_.insts[r].arg[1] % kLanes == 0; };
-    if (l.kind == CudaLaunch::Kind::Elementwise) {
+    auto lane_size = [&](size_t r) { return p_.insts[r].src.empty() && p_.insts[r].arg[1] % kLanes == 0; };
+    if (segmented_) {  // segments of whole lanes: their loops step by kLanes (nothing else is laned)
+      for (size_t i = 0; i < p_.insts.size(); i++)
+        if (p_.insts[i].op == Op::RANGE && lane_size(i)) laned_.insert(i);
+    } else if (l.kind == CudaLaunch::Kind::Elementwise) {
       bool reduces = false;
       for (auto& in : p_.insts) {  // (an adding store is one atomic per element)
         if (in.op == Op::STORE && !in.arg.empty()) return;
@@ -494,14 +508,30 @@ class CudaRenderer : public RendererBase {
     out(slot(i) + " = " + (is_half(t) ? float_to_half(t, v(i)) : v(i)) + ";");  // exact: the bits read
   }
 
+  // A loop's trip count: its size, or its symbolic count's value.
+  std::string trips(const Inst& in) const {
+    return in.src.empty() ? std::to_string(in.arg[1]) + "LL" : "(int64_t)" + v(in.src[0]);
+  }
+
   void range(int i) override {
     const Inst& in = p_.insts[static_cast<size_t>(i)];
+    if (in.arg[2] == ir::kSegmentRange) {  // the whole grid strides through the segment
+      std::string n = "sidx" + std::to_string(in.arg[0]);
+      names_[static_cast<size_t>(i)] = n;
+      std::string w = laned_.count(static_cast<size_t>(i)) ? " * " + std::to_string(kLanes) : "";
+      out("for (int64_t " + n + " = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x)" + w + "; " + n + " < " +
+          std::to_string(in.arg[1]) + "LL; " + n + " += (int64_t)gridDim.x * blockDim.x" + w + ") {");
+      set_range_lanes(i);
+      open_.push_back(-2);
+      indent_++;
+      return;
+    }
     if (inner_.count(static_cast<size_t>(i))) {  // a row's output loop: over the block's threads
       std::string n = "gidx" + std::to_string(in.arg[0]);
       names_[static_cast<size_t>(i)] = n;
       std::string w = laned_.count(static_cast<size_t>(i)) ? " * " + std::to_string(kLanes) : "";
-      out("for (int64_t " + n + " = threadIdx.x" + w + "; " + n + " < " + std::to_string(in.arg[1]) + "LL; " +
-          n + " += blockDim.x" + w + ") {");
+      out("for (int64_t " + n + " = threadIdx.x" + w + "; " + n + " < " + trips(in) + "; " + n +
+          " += blockDim.x" + w + ") {");
       set_range_lanes(i);
       open_.push_back(-3);
       indent_++;
@@ -518,13 +548,14 @@ class CudaRenderer : public RendererBase {
       std::string e = stride == 1 ? tt : tt + " / " + std::to_string(stride) + sfx;
       if (stride * size != work_) e = "(" + e + ") % " + std::to_string(size) + sfx;
       out("int64_t " + n + " = " + e + ";");
+      if (!in.src.empty()) out("if (" + n + " >= " + v(in.src[0]) + ") continue;");  // past the actual size
       set_range_lanes(i);
       open_.push_back(-1);
       return;
     }
     std::string n = (in.arg[2] == ir::kUpcastRange ? "uidx" : "ridx") + std::to_string(in.arg[0]);
     names_[static_cast<size_t>(i)] = n;
-    std::string size = std::to_string(in.arg[1]) + "LL";
+    std::string size = trips(in);
     bool split = split_.count(static_cast<size_t>(i)) > 0;
     if (split && column_) {
       // each thread walks its column: several rows' loads in flight
@@ -710,10 +741,12 @@ class CudaRenderer : public RendererBase {
   std::set<size_t> fills_;              // the loops that load those rows from memory
   int64_t work_ = 1;
   bool block_reduce_ = false;
+  bool symbolic_ = false;  // a loop runs to a symbolic trip count
   int split_count_ = 1;
   int64_t chunk_ = 0;  // ColumnReduce: reduce steps per chunk
   bool column_ = false;
-  int group_ = 1;  // Elementwise: threads sharing an output's reduce (see group_size)
+  bool segmented_ = false;  // a horizontally fused kernel: its segments' loops, one after another
+  int group_ = 1;           // Elementwise: threads sharing an output's reduce (see group_size)
   static constexpr int kColumnBlock = 256;             // ColumnReduce: threads a block
   int combines_ = 0;                                   // ColumnReduce: shared arrays so far
   std::vector<std::pair<int, std::string>> combined_;  // (accumulator, its shared array)

@@ -27,6 +27,7 @@ NodeRef thread_outer_loops(const NodeRef& ast, int threads, std::vector<std::str
     }
     std::sort(g.begin(), g.end(), [](auto& a, auto& b) { return a->arg[0] < b->arg[0]; });
     if (g.size() < 2 || g[0]->arg[1] >= kStepsPerThread * threads) return cur;
+    if (ir::is_symbolic_range(*g[0]) || ir::is_symbolic_range(*g[1])) return cur;
     // the merged loop's index costs a division and a modulo per step: only where each step is a loop
     // nest or a register tile, not one element
     if (g.size() == 2 && !lanes) return cur;

@@ -51,6 +51,7 @@ std::vector<Bound> bind_launches(const schedule::Schedule& s, const Lowerings& l
       bd.bytes += static_cast<int64_t>(in->buffer->nbytes());
     }
     runtime::Launch& launch = bd.launch;
+    launch.symbolic = !k.ast->arg.empty() && k.ast->op == ir::Op::SINK;
     launch.parallel = launch.parallel && p.flops + static_cast<double>(elems) >= 32768;
     r[i]->bind(launch, k);
     if (launch.gemm) stats().gemm_launches++;

@@ -12,6 +12,7 @@
 #include "ir/attention_layout.h"
 #include "ir/layer_norm_parts.h"
 #include "ir/scalar_alu.h"
+#include "ir/symbolic.h"
 #include "kiln/error.h"
 #include "runtime/buffer.h"
 
@@ -537,11 +538,18 @@ std::vector<Array> evaluate(const std::vector<NodeRef>& roots, bool use_realized
   }
   std::unordered_map<const Node*, Array> vals;
   std::vector<const Array*> srcs;
+  ir::Bindings vars = ir::vars_in_use() ? ir::bind_vars(order) : ir::Bindings{};
   for (auto& ref : order) {
     const Node* n = ref.get();
     if (!needed.count(n)) continue;
     if (from_buffer(n)) {
       vals.emplace(n, read_buffer(*n));
+      continue;
+    }
+    if (n->op == Op::VAR) {  // a symbolic size: its value in this graph
+      Array a = make_array({}, DType::I64);
+      a.i[0] = ir::eval_index(ref, vars);
+      vals.emplace(n, std::move(a));
       continue;
     }
     srcs.clear();

@@ -7,6 +7,7 @@
 
 #include "engine/stages.h"
 #include "engine/viz.h"
+#include "ir/symbolic.h"
 #include "kiln/debug.h"
 #include "runtime/backend.h"
 
@@ -50,6 +51,7 @@ void realize(const std::vector<ir::NodeRef>& roots, Device device) {
   Rewritten g = rewrite(roots);
   runtime::Backend& b = runtime::backend(device);
   schedule::Schedule sched = schedule_kernels(g.roots, b);
+  if (ir::vars_in_use()) bind_symbolic(sched, g.roots, device);
   auto t_sched = std::chrono::steady_clock::now();
   Runners runners = choose_runners(sched, b);
   Lowerings lowered = lower(sched, runners, b);

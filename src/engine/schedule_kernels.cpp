@@ -8,6 +8,7 @@ namespace kiln::engine {
 schedule::Schedule schedule_kernels(const std::vector<ir::NodeRef>& rewritten, const runtime::Backend& b) {
   schedule::Schedule s = schedule::make_schedule(
       rewritten, {.library_gemm = !b.gemm_library().empty(), .explain = viz::enabled()});
+  if (settings().hfuse) s = schedule::fuse_horizontally(std::move(s));
   stats().schedules++;
   return s;
 }

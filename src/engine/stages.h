@@ -33,6 +33,10 @@ Rewritten rewrite(const std::vector<ir::NodeRef>& roots);
 // backend's GEMM library when it has one.
 schedule::Schedule schedule_kernels(const std::vector<ir::NodeRef>& rewritten, const runtime::Backend& b);
 
+// symbolic.cpp: the values of the symbolic sizes (ir/symbolic.h) of this realize, checked, and for
+// each kernel that reads some, a buffer of its values appended to its inputs (its last argument).
+void bind_symbolic(schedule::Schedule& s, const std::vector<ir::NodeRef>& rewritten, Device device);
+
 // The runner of each kernel (runners.h: choose_runners).
 using Runners = std::vector<const Runner*>;
 

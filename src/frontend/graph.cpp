@@ -74,7 +74,7 @@ NodeRef reduce(Op rop, const NodeRef& x, std::vector<int64_t> axes) {
   Shape s = x->shape;
   std::vector<int64_t> arg{static_cast<int64_t>(rop)};
   for (auto a : axes)
-    if (s[a] != 1) {  // reducing a size-1 axis is the identity
+    if (s[a] != 1 || (!x->sym.empty() && x->sym[a])) {  // reducing a size-1 axis is the identity
       s[a] = 1;
       arg.push_back(a);
     }

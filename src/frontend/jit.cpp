@@ -382,6 +382,9 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
       }
     realize(pending);
   }
+  // a step with symbolic sizes runs as it is recorded each call: its sizes' values are bound per
+  // realize, which a replay would not redo
+  if (rec.symbolic) return outs;
   std::vector<ImplRef> returned;
   for (auto& t : outs) returned.push_back(t.impl_);
   Step step = analyze(rec, inputs, returned, outs);

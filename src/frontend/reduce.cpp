@@ -5,6 +5,8 @@
 
 #include "frontend/autocast.h"
 #include "frontend/graph.h"
+#include "ir/simplify.h"
+#include "ir/symbolic.h"
 #include "kiln/functional.h"
 #include "kiln/tensor.h"
 
@@ -74,9 +76,16 @@ Tensor Tensor::mean(std::vector<int64_t> dims, bool keepdim) const {
   if (AutocastOp ac{AutocastList::F32}) return ac(*this).mean(dims, keepdim);
   auto nd = norm_dims("mean", dims, dim());
   int64_t count = 1;
-  for (auto d : nd) count *= shape()[d];
+  ir::NodeRef symbolic_count = ir::const_int(1);  // the count over symbolic dims as an expression
+  bool symbolic = false;
+  for (auto d : nd) {
+    count *= shape()[d];
+    symbolic |= !node()->sym.empty() && node()->sym[d];
+    symbolic_count = ir::simplify(symbolic_count * ir::dim_expr(node(), d));
+  }
   DType out = float_result(dtype());
   Tensor s = reduce("mean", Op::ADD, *this, nd, keepdim, acc_of(out), acc_of(out));
+  if (symbolic) return (s * Tensor(symbolic_count).to(acc_of(out)).reciprocal()).to(out);
   return (s * (1.0 / static_cast<double>(count))).to(out);
 }
 

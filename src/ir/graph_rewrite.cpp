@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "ir/scalar_alu.h"
+#include "ir/symbolic.h"
 #include "kiln/debug.h"
 #include "kiln/error.h"
 
@@ -96,8 +97,7 @@ const RuleSet& algebraic_rules() {
           dtype_size(w->dtype) <= dtype_size(n->dtype))
         return nullptr;
       NodeRef x = w->src[0];
-      for (auto it = views.rbegin(); it != views.rend(); ++it)
-        x = make((*it)->op, n->dtype, (*it)->shape, {x}, (*it)->arg, (*it)->fval);
+      for (auto it = views.rbegin(); it != views.rend(); ++it) x = remake_view(*it, x, n->dtype);
       return x;
     });
     r.on(Op::WHERE, [](const NodeRef& n) -> NodeRef {
@@ -116,15 +116,20 @@ const RuleSet& movement_rules() {
     // any view of a constant is a constant of the new shape (PAD excepted: it adds zeros)
     Rule view_of_const = [](const NodeRef& n) -> NodeRef {
       if (n->src[0]->op != Op::CONST) return nullptr;
+      if (!n->sym.empty())  // keeps its symbolic dims: the loops of a kernel that stores it
+        return make_sym(Op::CONST, n->dtype, n->shape, {}, n->src[0]->arg, n->sym, n->src[0]->fval);
       return make(Op::CONST, n->dtype, n->shape, {}, n->src[0]->arg, n->src[0]->fval);
     };
     Rule no_op = [](const NodeRef& n) -> NodeRef {
-      return n->shape == n->src[0]->shape && n->op != Op::PERMUTE && n->op != Op::FLIP ? n->src[0] : nullptr;
+      return n->shape == n->src[0]->shape && n->sym == n->src[0]->sym && n->op != Op::PERMUTE &&
+                     n->op != Op::FLIP
+                 ? n->src[0]
+                 : nullptr;
     };
     r.on({Op::RESHAPE, Op::EXPAND, Op::PERMUTE, Op::SHRINK, Op::FLIP}, view_of_const);
     r.on({Op::RESHAPE, Op::EXPAND, Op::SHRINK, Op::PAD}, no_op);
     r.on(Op::RESHAPE, [](const NodeRef& n) -> NodeRef {
-      if (n->src[0]->op != Op::RESHAPE) return nullptr;
+      if (n->src[0]->op != Op::RESHAPE || introduces_sym(n->src[0])) return nullptr;
       return make(Op::RESHAPE, n->dtype, n->shape, {n->src[0]->src[0]});
     });
     r.on(Op::PERMUTE, [](const NodeRef& n) -> NodeRef {

@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/simplify.h"
+#include "ir/symbolic.h"
 #include "kiln/device.h"
 #include "kiln/error.h"
 
@@ -44,6 +46,7 @@ uint64_t content_hash(const Node& n) {
   std::memcpy(&fb, &n.fval, 8);
   h = mix(h, fb);
   for (auto& s : n.src) h = mix(h, s->hash);
+  for (auto& s : n.sym) h = mix(h, s ? s->hash : 1);
   if (n.op == Op::CONST) h = mix(h, static_cast<uint64_t>(n.device + 1));
   return h;
 }
@@ -55,6 +58,9 @@ bool same_content(const Node& a, const Node& b) {
   if (std::memcmp(&a.fval, &b.fval, 8) != 0 || a.device != b.device) return false;
   for (size_t i = 0; i < a.src.size(); i++)
     if (a.src[i].get() != b.src[i].get()) return false;
+  if (a.sym.size() != b.sym.size()) return false;
+  for (size_t i = 0; i < a.sym.size(); i++)
+    if (a.sym[i].get() != b.sym[i].get()) return false;
   return true;
 }
 
@@ -148,7 +154,7 @@ std::string Node::str() const {
 namespace {
 
 NodeRef make_on(int8_t device, Op op, DType dtype, Shape shape, std::vector<NodeRef> src,
-                std::vector<int64_t> arg, double fval) {
+                std::vector<int64_t> arg, double fval, std::vector<NodeRef> sym = {}) {
   if (!checked_numel(shape)) {
     std::string dims;
     for (int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
@@ -162,6 +168,7 @@ NodeRef make_on(int8_t device, Op op, DType dtype, Shape shape, std::vector<Node
   n->src = std::move(src);
   n->arg = std::move(arg);
   n->fval = fval;
+  n->sym = std::move(sym);
   n->device = op == Op::BUFFER ? static_cast<int8_t>(n->arg.size() > 1 ? n->arg[1] : 0) : device;
   n->hash = content_hash(*n);
   n->depth.store(depth_from_sources(*n), std::memory_order_relaxed);
@@ -204,7 +211,16 @@ NodeRef make_on(int8_t device, Op op, DType dtype, Shape shape, std::vector<Node
 
 NodeRef make(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vector<int64_t> arg,
              double fval) {
-  return make_on(-1, op, dtype, std::move(shape), std::move(src), std::move(arg), fval);
+  std::vector<NodeRef> sym = infer_sym(op, shape, src, arg);
+  return make_on(-1, op, dtype, std::move(shape), std::move(src), std::move(arg), fval, std::move(sym));
+}
+
+NodeRef make_sym(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vector<int64_t> arg,
+                 std::vector<NodeRef> sym, double fval) {
+  if (std::none_of(sym.begin(), sym.end(), [](const NodeRef& s) { return s != nullptr; })) sym.clear();
+  if (!sym.empty() && sym.size() != shape.size())
+    throw Error(std::string("kiln.") + op_name(op) + ": symbolic dims do not match the shape's rank");
+  return make_on(-1, op, dtype, std::move(shape), std::move(src), std::move(arg), fval, std::move(sym));
 }
 
 NodeRef pinned_const(const NodeRef& c, int8_t device) {
@@ -245,6 +261,16 @@ NodeRef range(int64_t id, int64_t size, bool reduce) {
 }
 NodeRef range_of_kind(int64_t id, int64_t size, RangeKind kind) {
   return make(Op::RANGE, DType::I64, {}, {}, {id, size, kind});
+}
+NodeRef segment_range(int64_t id, int64_t size, int64_t offset) {
+  return make(Op::RANGE, DType::I64, {}, {}, {id, size, kSegmentRange, offset});
+}
+NodeRef symbolic_range(int64_t id, const NodeRef& extent, RangeKind kind) {
+  if (extent->op == Op::CONST) return range_of_kind(id, extent->ival(), kind);
+  return make(Op::RANGE, DType::I64, {}, {extent}, {id, vmax(extent), kind});
+}
+NodeRef range_like(const NodeRef& r, int64_t id, RangeKind kind) {
+  return is_symbolic_range(*r) ? symbolic_range(id, r->src[0], kind) : range_of_kind(id, r->arg[1], kind);
 }
 
 NodeRef alu(Op op, NodeRef a, NodeRef b) {

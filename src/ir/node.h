@@ -27,6 +27,9 @@ struct Node {
   Op op;
   DType dtype;
   Shape shape;  // tensor-level nodes; empty for scalars and kernel-level nodes
+  // Symbolic dims (ir/symbolic.h): empty, or one entry a dim, the I64 expression over VARs that
+  // shape[d] is the value of (nullptr where the dim is concrete)
+  std::vector<NodeRef> sym;
   std::vector<NodeRef> src;
   std::vector<int64_t> arg;  // op-specific integers (axes, perm, pads, const value bits ...)
   double fval = 0;           // CONST value for float dtypes
@@ -61,8 +64,12 @@ struct Node {
 std::optional<int64_t> checked_numel(const Shape& s);
 
 // Creates (or finds) the unique node with this content.
+// A tensor-level node's symbolic dims follow from its sources' (ir/symbolic.h: infer_sym).
 NodeRef make(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vector<int64_t> arg = {},
              double fval = 0);
+// The same with the symbolic dims given (a dim marked symbolic by Tensor::symbolic).
+NodeRef make_sym(Op op, DType dtype, Shape shape, std::vector<NodeRef> src, std::vector<int64_t> arg,
+                 std::vector<NodeRef> sym, double fval = 0);
 // A CONST that belongs to a device (a code of Device::code()) without being computed: zeros_like of
 // a GPU tensor stays a constant the kernels fold, not a buffer filled on the GPU. Other nodes take
 // their device from their sources; BUFFERs carry theirs in arg.
@@ -81,10 +88,25 @@ bool is_const_value(const NodeRef& n, double v);
 // Kernel-level index expressions (I64 scalars).
 // RANGE arg: {id, size, kind}: an output loop, a reduce loop, or an upcast loop (a short innermost
 // loop over lanes that each keep their own accumulator; see codegen/opt.h)
-// (or a loop that fills a kernel's scratch before the loops that read it: codegen/opt.h's PACK)
-enum RangeKind : int64_t { kGlobalRange = 0, kReduceRange = 1, kUpcastRange = 2, kPackRange = 3 };
+// (or a loop that fills a kernel's scratch before the loops that read it: codegen/opt.h's PACK).
+// A segment (arg {id, size, kSegmentRange, offset}) is one part of a horizontally fused kernel
+// (schedule/horizontal_fusion.cpp): its stores run over [0, size), which are the elements
+// [offset, offset + size) of the kernel's one flat loop; the segments run one after another.
+// A symbolic range has its trip count as src[0] (an expression over VARs) and its largest as size.
+enum RangeKind : int64_t {
+  kGlobalRange = 0,
+  kReduceRange = 1,
+  kUpcastRange = 2,
+  kPackRange = 3,
+  kSegmentRange = 4
+};
 NodeRef range(int64_t id, int64_t size, bool reduce);
 NodeRef range_of_kind(int64_t id, int64_t size, RangeKind kind);
+NodeRef segment_range(int64_t id, int64_t size, int64_t offset);
+NodeRef symbolic_range(int64_t id, const NodeRef& extent, RangeKind kind);
+// A range like r (its trip count, symbolic or not) with another id and kind.
+NodeRef range_like(const NodeRef& r, int64_t id, RangeKind kind);
+inline bool is_symbolic_range(const Node& r) { return !r.src.empty(); }
 NodeRef alu(Op op, NodeRef a, NodeRef b);  // result dtype: bool for comparisons, else a's
 NodeRef operator+(NodeRef a, NodeRef b);
 NodeRef operator*(NodeRef a, NodeRef b);

@@ -10,7 +10,7 @@ const char* op_name(Op op) {
       "CMPLT",      "CMPNE",    "AND",      "OR",         "XOR",           "SHL",   "SHR",    "WHERE",
       "MULACC",     "REDUCE",   "RESHAPE",  "PERMUTE",    "EXPAND",        "PAD",   "SHRINK", "FLIP",
       "CONTIGUOUS", "DETACH",   "EXTERNAL", "ATTENTION",  "DEFINE_GLOBAL", "RANGE", "LOAD",   "STORE",
-      "DEFINE_ACC", "ENDRANGE", "SINK",     "LAYER_NORM", "INDEX_COPY"};
+      "DEFINE_ACC", "ENDRANGE", "SINK",     "LAYER_NORM", "INDEX_COPY",    "VAR"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<int>(Op::COUNT_));
   return names[static_cast<int>(op)];
 }

@@ -75,6 +75,9 @@ enum class Op : uint8_t {
   // slices into dst's buffer in place (engine/in_place.h) where nothing else reads dst; elsewhere
   // graph rewrites replace it with its composite (frontend/index_copy.cpp). Last, like LAYER_NORM.
   INDEX_COPY,
+  // a symbolic dimension's value (ir/symbolic.h): an I64 scalar, arg {name id, min, max}; bound per
+  // realize to the size of the dims it stands for, passed to kernels at launch
+  VAR,
   COUNT_
 };
 // RECIP's arg when it is a division's divisor (a / b): a product by it is the correctly rounded

@@ -41,6 +41,7 @@ const std::vector<SettingSpec>& setting_specs() {
       {"KILN_DEBUG", K::Int, &Settings::debug, "0", "log: 1 schedules, 2 times, 3 opts, 4 C, 5 AST, 6 graphs",
        0, 6},
       {"KILN_NOOPT", K::Flag, &Settings::noopt, "0", "1: no kernel optimizations"},
+      {"KILN_HFUSE", K::Flag, &Settings::hfuse, "1", "0: no horizontal fusion of independent kernels"},
       {"KILN_VALIDATE", K::Flag, &Settings::validate, "0", "1: check kernels against the reference"},
       {"KILN_FAST_MATH", K::Flag, &Settings::fast_math, "0", "1: fold x*0 to 0 on floats"},
       {"KILN_DETERMINISTIC", K::Flag, &Settings::deterministic, "0",

@@ -121,6 +121,7 @@ Bounds compute_bounds(const Node& n) {
   if (!n.shape.empty() || !index_dtype(n.dtype)) return full;
   if (n.op == Op::CONST) return {n.ival(), n.ival()};  // bool constants are stored as 0/1
   if (n.op == Op::RANGE) return {0, std::max<int64_t>(0, n.arg.size() > 1 ? n.arg[1] - 1 : 0)};
+  if (n.op == Op::VAR) return {n.arg[1], n.arg[2]};
   if (is_int_cast(n)) {
     Bounds s = src_bounds(n, 0);
     if (n.dtype != DType::Bool) return s;

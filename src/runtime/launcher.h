@@ -28,6 +28,9 @@ struct Launch {
   size_t nargs = 0;           // the program's parameters (one buffer each)
   int64_t scratch_bytes = 0;  // CPU: a per-thread scratch the launcher passes after the nargs buffers
   codegen::CudaLaunch cuda;   // CUDA: how the kernel maps onto threads
+  bool symbolic = false;      // its last argument holds symbolic sizes bound for this realize
+  // A symbolic outer loop: its trip count from the arguments (at most outer_size), else null.
+  std::function<int64_t(void* const* args)> outer_extent;
   // A matmul the backend's GEMM library runs instead of the program (which stays the fallback); its
   // operands are args[nouts + input index]. The match is shared by every launch of the kernel; tf32
   // (KILN_TF32 when the kernel was scheduled) sets its descriptor's allow_tf32 at each launch.

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "ir/simplify.h"
+#include "ir/symbolic.h"
 #include "kiln/error.h"
 #include "schedule/attention_layout.h"
 #include "schedule/layer_norm_kernel.h"
@@ -33,6 +34,24 @@ NodeRef flat_index(const std::vector<NodeRef>& idx, const ir::Shape& shape) {
   return r;
 }
 
+// The same over n's dims, symbolic ones as their expressions (ir/symbolic.h).
+std::vector<NodeRef> strides_of(const std::vector<NodeRef>& dims) {
+  std::vector<NodeRef> st(dims.size(), ir::const_int(1));
+  for (int64_t i = static_cast<int64_t>(dims.size()) - 2; i >= 0; i--)
+    st[static_cast<size_t>(i)] =
+        ir::simplify(st[static_cast<size_t>(i) + 1] * dims[static_cast<size_t>(i) + 1]);
+  return st;
+}
+NodeRef flat_index(const std::vector<NodeRef>& idx, const NodeRef& n) {
+  if (n->sym.empty()) return flat_index(idx, n->shape);
+  std::vector<NodeRef> dims = ir::dim_exprs(n), st = strides_of(dims);
+  NodeRef r = ir::const_int(0);
+  for (size_t i = 0; i < idx.size(); i++)
+    if (!ir::is_const_value(dims[i], 1)) r = r + idx[i] * st[i];
+  return r;
+}
+bool concrete_one(const NodeRef& n, size_t d) { return n->shape[d] == 1 && (n->sym.empty() || !n->sym[d]); }
+
 class Builder {
  public:
   // The outputs share the first one's shape (the kernel's output loops) or have dims of 1 in it.
@@ -46,20 +65,27 @@ class Builder {
   NodeRef build() {
     std::vector<NodeRef> idx;
     int64_t id = 0;
-    for (auto d : outs_[0]->shape) idx.push_back(d == 1 ? ir::const_int(0) : ir::range(id++, d, false));
+    const NodeRef& o = outs_[0];
+    for (size_t d = 0; d < o->shape.size(); d++)
+      idx.push_back(concrete_one(o, d)             ? ir::const_int(0)
+                    : o->sym.empty() || !o->sym[d] ? ir::range(id++, o->shape[d], false)
+                                                   : ir::symbolic_range(id++, o->sym[d], ir::kGlobalRange));
     next_range_ = id;
     std::vector<NodeRef> stores;
     for (auto& out : outs_) {
       // an output with a dim of 1 where the loops have more (a row statistic) is stored once a row
       std::vector<NodeRef> at = idx;
       for (size_t d = 0; d < at.size(); d++)
-        if (out->shape[d] == 1) at[d] = ir::const_int(0);
+        if (out->shape[d] == 1 && concrete_one(out, d)) at[d] = ir::const_int(0);
       NodeRef src = out->op == Op::CONTIGUOUS ? out->src[0] : out;
       NodeRef value = render({src, at, nullptr, src == out});
-      stores.push_back(
-          ir::make(Op::STORE, out->dtype, {}, {global_of(out), flat_index(at, out->shape), value}));
+      stores.push_back(ir::make(Op::STORE, out->dtype, {}, {global_of(out), flat_index(at, out), value}));
     }
-    return ir::simplify(ir::make(Op::SINK, outs_[0]->dtype, {}, stores));
+    NodeRef sink = ir::simplify(ir::make(Op::SINK, outs_[0]->dtype, {}, stores));
+    // a kernel with symbolic sizes reads their values from one more argument, after its buffers
+    if (ir::vars_in_use() && !ir::vars_of(sink).empty())
+      sink = ir::make(Op::SINK, sink->dtype, {}, sink->src, {static_cast<int64_t>(globals_.size())});
+    return sink;
   }
 
   // An INDEX_COPY's kernel: loops over its source's slices, each stored at the position its index
@@ -184,7 +210,14 @@ class Builder {
     bool output = std::any_of(outs_.begin(), outs_.end(), [&](const NodeRef& o) { return o == n; });
     if (!f.req.is_root &&
         (is_realized(n) || (points_.count(n.get()) && !output && !inlined_.count(n.get())))) {
-      std::vector<NodeRef> src{global_of(n), flat_index(idx, n->shape)};
+      std::vector<NodeRef> src{global_of(n), flat_index(idx, n)};
+      if (valid) src.push_back(valid);
+      return ir::make(Op::LOAD, n->dtype, {}, src);
+    }
+    // a buffer read through its symbolic view (Tensor::symbolic): indexed by the view's dims
+    if (n->op == Op::RESHAPE && !n->sym.empty() && n->shape == n->src[0]->shape && n->src[0]->sym.empty() &&
+        !f.req.is_root && is_realized(n->src[0])) {
+      std::vector<NodeRef> src{global_of(n->src[0]), flat_index(idx, n)};
       if (valid) src.push_back(valid);
       return ir::make(Op::LOAD, n->dtype, {}, src);
     }
@@ -194,8 +227,11 @@ class Builder {
       f.needs.push_back({n->src[0], std::move(sidx), std::move(v)});
       return nullptr;
     };
+    const bool symbolic = !n->sym.empty() || (!n->src.empty() && !n->src[0]->sym.empty());
+    if (symbolic && n->op != Op::REDUCE && ir::is_movement(n->op)) return plan_symbolic_view(f, sidx);
     switch (n->op) {
       case Op::CONST: return ir::make(Op::CONST, n->dtype, {}, {}, n->arg, n->fval);
+      case Op::VAR: return n;  // a symbolic size as a value (a mean's count): the kernel's VAR
       case Op::IOTA: {
         NodeRef i = idx[n->arg[0]];
         return n->dtype == DType::I64 ? i : ir::make(Op::CAST, n->dtype, {}, {i});
@@ -236,7 +272,10 @@ class Builder {
         return from_source(ir::land(valid, f.cond));
       case Op::REDUCE:
         for (size_t a = 1; a < n->arg.size(); a++) {
-          NodeRef r = ir::range(next_range_++, in[n->arg[a]], true);
+          size_t ax = static_cast<size_t>(n->arg[a]);
+          NodeRef r = n->src[0]->sym.empty() || !n->src[0]->sym[ax]
+                          ? ir::range(next_range_++, in[ax], true)
+                          : ir::symbolic_range(next_range_++, n->src[0]->sym[ax], ir::kReduceRange);
           sidx[n->arg[a]] = r;
           f.ranges.push_back(r);
         }
@@ -251,6 +290,56 @@ class Builder {
     }
     throw Error(std::string("kiln.schedule: cannot build a kernel for ") + ir::op_name(n->op) + " " +
                 n->str());
+  }
+
+  // A view with symbolic dims (ir/symbolic.h): the index math of plan() over dim expressions.
+  NodeRef plan_symbolic_view(Frame& f, std::vector<NodeRef>& sidx) {
+    const NodeRef& n = f.req.n;
+    const NodeRef& x = n->src[0];
+    const std::vector<NodeRef>& idx = f.req.idx;
+    std::vector<NodeRef> in = ir::dim_exprs(x);
+    auto one = [&](size_t d) { return concrete_one(x, d); };
+    switch (n->op) {
+      case Op::RESHAPE: {
+        if (n->shape == x->shape) break;  // the same dims, another view of them
+        NodeRef flat = flat_index(idx, n);
+        std::vector<NodeRef> st = strides_of(in);
+        sidx.assign(in.size(), nullptr);
+        for (size_t j = 0; j < in.size(); j++) {
+          NodeRef v = ir::is_const_value(st[j], 1) ? flat : ir::alu(Op::IDIV, flat, st[j]);
+          sidx[j] = one(j) ? ir::const_int(0) : j == 0 ? v : ir::alu(Op::MOD, v, in[j]);
+        }
+        break;
+      }
+      case Op::PERMUTE:
+        for (size_t i = 0; i < idx.size(); i++) sidx[static_cast<size_t>(n->arg[i])] = idx[i];
+        break;
+      case Op::EXPAND:
+        for (size_t i = 0; i < idx.size(); i++)
+          if (one(i)) sidx[i] = ir::const_int(0);
+        break;
+      case Op::SHRINK:
+        for (size_t i = 0; i < idx.size(); i++)
+          if (n->arg[2 * i]) sidx[i] = idx[i] + n->arg[2 * i];
+        break;
+      case Op::FLIP:
+        for (size_t i = 0; i < idx.size(); i++)
+          if (n->arg[i]) sidx[i] = idx[i] * -1 + (in[i] + -1);
+        break;
+      case Op::PAD:
+        for (size_t i = 0; i < idx.size(); i++) {
+          int64_t before = n->arg[2 * i], after = n->arg[2 * i + 1];
+          if (!before && !after) continue;
+          sidx[i] = idx[i] + (-before);
+          if (before) f.cond = ir::land(f.cond, ir::ge(idx[i], before));
+          if (after) f.cond = ir::land(f.cond, ir::alu(Op::CMPLT, idx[i], ir::simplify(in[i] + before)));
+        }
+        f.needs.push_back({x, std::move(sidx), ir::land(f.req.valid, f.cond)});
+        return nullptr;
+      default: throw Error(std::string("kiln.schedule: no symbolic view for ") + n->str());
+    }
+    f.needs.push_back({x, std::move(sidx), f.req.valid});
+    return nullptr;
   }
 
   // The value of a planned request from the values of what it needs.

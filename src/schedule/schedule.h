@@ -49,6 +49,17 @@ struct ScheduleOptions {
 };
 Schedule make_schedule(const std::vector<ir::NodeRef>& roots, const ScheduleOptions& options = {});
 
+// Horizontal fusion (horizontal_fusion.cpp): elementwise kernels with no data between them (an
+// optimizer's updates, one per parameter), each one flat loop over contiguous outputs of at least 2
+// elements, become one kernel whose segments run one after another, each over every thread of the
+// launch (a CPU thread's part of the flat loop; a GPU grid-stride loop): one launch instead of many
+// small ones that cannot fill the device. A member runs where the group's last member ran (nothing
+// reads its outputs before that). Cost rule: a segment costs each thread one loop entry, so a group
+// takes up to kMaxSegments; and up to kMaxSegmentNodes AST nodes, which bounds its source and the
+// compile time (an AdamW update is about 60 nodes).
+constexpr int64_t kMaxSegments = 64, kMaxSegmentNodes = 6000;
+Schedule fuse_horizontally(Schedule s);
+
 // The nodes to realize so that each large matmul under roots is a kernel the GEMM library runs
 // (library_gemm.cpp), and, given a schedule, more for the kernels that still do not match.
 std::vector<ir::NodeRef> library_gemm_plan(const std::vector<ir::NodeRef>& roots);

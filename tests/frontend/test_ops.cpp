@@ -785,6 +785,57 @@ std::string row_test_name(const ::testing::TestParamInfo<size_t>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Ops, OpTable, ::testing::Range<size_t>(0, rows().size()), row_test_name);
 
+// --- the symbolic column: each f32 row with dim 0 of its inputs standing for a kiln::Var ---
+// Contiguous configurations whose inputs share a dim 0 of 2 or more run at that size and one more and
+// one less, all in one schedule (the sizes share their kernels), each against the reference.
+void run_symbolic_row(const Row& row) {
+  if (!(row.dtypes & kF32)) return;
+  Var S("S", 1, 4096);
+  std::vector<Case> cases;
+  for (size_t ci = 0; ci < row.configs.size(); ci++) {
+    const Config& c = row.configs[ci];
+    if (c.layout != Layout::Contig || c.shapes.empty()) continue;
+    int64_t d0 = c.shapes[0].empty() ? 0 : c.shapes[0][0];
+    bool shared = d0 >= 2;
+    for (auto& sh : c.shapes) shared &= !sh.empty() && sh[0] == d0;
+    if (!shared) continue;
+    for (int64_t size : {d0, d0 + 1, d0 - 1}) {
+      Ts in;
+      for (int i = 0; i < row.nin; i++) {
+        Shape sh = c.shapes[static_cast<size_t>(i)];
+        sh[0] = size;
+        in.push_back(random_tensor(sh, DType::F32, row.lo, row.hi,
+                                   seed_of(row.name, ci, i) + static_cast<uint64_t>(size))
+                         .symbolic(0, S));
+      }
+      Tensor out;
+      try {
+        out = row.fn(in);
+      } catch (const Error&) {
+        continue;  // a row made for its own sizes (a reshape to fixed dims)
+      }
+      Tol tol = default_tol(out.dtype(), row.transcendental);
+      tol.atol *= row.atol_scale;
+      std::string label = label_of(row, c, DType::F32) + " symbolic dim 0 = " + std::to_string(size);
+      cases.push_back({label, out, out.node(), tol, {}});
+    }
+  }
+  std::vector<Tensor> outs;
+  for (auto& c : cases) outs.push_back(c.out);
+  try {
+    realize(outs);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << row.name << " with a symbolic dim 0: realize threw: " << e.what();
+    return;
+  }
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.label);
+    expect_matches_reference(c.out, c.graph, c.tol.rtol, c.tol.atol);
+  }
+}
+
+TEST_P(OpTable, SymbolicDimMatchesReference) { run_symbolic_row(rows()[GetParam()]); }
+
 // --- gradients: every float row, on small contiguous and broadcast configurations, in f64 ---
 void run_gradient_row(const Row& row) {
   if (!(row.dtypes & kF64) && !(row.dtypes & kF32)) return;

@@ -93,10 +93,12 @@ class CpuLauncher : public Launcher {
     if (l.call) return l.call(args);
     auto fn = reinterpret_cast<KernelFn>(l.program);
     if (l.zero_bytes > 0) std::memset(args[0], 0, static_cast<size_t>(l.zero_bytes));
+    // a symbolic outer loop is split over its trip count in this launch, not its largest
+    int64_t n = l.outer_extent ? l.outer_extent(args) : l.outer_size;
     if (l.parallel)
-      parallel_for(l.outer_size, [&](int64_t s, int64_t e) { run_chunk(l, fn, args, s, e); });
+      parallel_for(n, [&](int64_t s, int64_t e) { run_chunk(l, fn, args, s, e); });
     else
-      run_chunk(l, fn, args, 0, l.outer_size);
+      run_chunk(l, fn, args, 0, n);
   }
 };
 

@@ -133,6 +133,17 @@ class Decoder {
     d_.steps.push_back({c, type, from, dst, a, b, cc, imm});
   }
 
+  // A register set to x - offset clamped to [0, size] (min(y, size) as -max(-y, -size)).
+  int32_t segment_bound(int32_t x, int64_t offset, int64_t size) {
+    int32_t r = new_reg(), minus_one = const_reg(-1);
+    add(Code::ADD_I, DType::I64, r, x, const_reg(-offset));
+    add(Code::MAX_I, DType::I64, r, r, const_reg(0));
+    add(Code::MUL_I, DType::I64, r, r, minus_one);
+    add(Code::MAX_I, DType::I64, r, r, const_reg(-size));
+    add(Code::MUL_I, DType::I64, r, r, minus_one);
+    return r;
+  }
+
   // The register holding instruction i's value here; a laned accumulator's lane is copied out first.
   int32_t value(int user, int i) {
     if (inst(i).op == Op::DEFINE_GLOBAL) fail(user, "a buffer is used as a value");
@@ -192,6 +203,21 @@ class Decoder {
         if (in.arg.size() < 4) fail(i, "a RANGE needs {id, size, kind, outer}");
         int32_t var = new_reg();
         int32_t lo = in.arg[3] ? d_.start : const_reg(0), hi = in.arg[3] ? d_.end : const_reg(in.arg[1]);
+        if (in.arg[2] == ir::kSegmentRange) {  // the part [start, end) of the flat loop in the segment
+          if (in.arg.size() < 6) fail(i, "a segment RANGE needs {id, size, kind, outer, 0, offset}");
+          lo = segment_bound(d_.start, in.arg[5], in.arg[1]);
+          hi = segment_bound(d_.end, in.arg[5], in.arg[1]);
+        }
+        if (!in.src.empty()) {  // symbolic: its trip count, within the split's end for the outer loop
+          int32_t e = value(i, in.src[0]);
+          if (in.arg[3]) {
+            int32_t c = new_reg(), h = new_reg();
+            add(Code::CMPLT_I, DType::Bool, c, d_.end, e);
+            add(Code::WHERE, DType::I64, h, c, d_.end, e);
+            e = h;
+          }
+          hi = e;
+        }
         open_.push_back({d_.steps.size(), var, hi, {in.arg[2], in.arg[0]}});  // its exit is set at ENDRANGE
         loops_[{in.arg[2], in.arg[0]}].push_back(var);
         add(Code::RANGE, DType::I64, var, lo, hi);
@@ -205,6 +231,15 @@ class Decoder {
         loops_[o.name].pop_back();
         add(Code::ENDRANGE, DType::I64, o.var, 0, o.hi, 0, static_cast<int32_t>(o.step + 1));
         d_.steps[o.step].imm = static_cast<int32_t>(d_.steps.size());
+        return;
+      }
+      case Op::VAR: {  // element arg[1] of argument arg[0]
+        int g = static_cast<int>(in.arg.at(0));
+        if (g < 0 || static_cast<size_t>(g) >= p_.globals.size() ||
+            p_.globals[static_cast<size_t>(g)] != DType::I64)
+          fail(i, "reads its value from no I64 argument");
+        reg_[ui] = new_reg();
+        add(Code::LOAD, DType::I64, reg_[ui], const_reg(in.arg.at(1)), one_, 0, g);
         return;
       }
       case Op::LOAD: {
