@@ -787,10 +787,11 @@ INSTANTIATE_TEST_SUITE_P(Ops, OpTable, ::testing::Range<size_t>(0, rows().size()
 
 // --- the symbolic column: each f32 row with dim 0 of its inputs standing for a kiln::Var ---
 // Contiguous configurations whose inputs share a dim 0 of 2 or more run at that size and one more and
-// one less, all in one schedule (the sizes share their kernels), each against the reference.
+// one less, each its own realize (a variable has one value a schedule; the sizes share kernels),
+// each against the reference.
 void run_symbolic_row(const Row& row) {
   if (!(row.dtypes & kF32)) return;
-  Var S("S", 1, 4096);
+  Var S("S", 1, int64_t{1} << 24);
   std::vector<Case> cases;
   for (size_t ci = 0; ci < row.configs.size(); ci++) {
     const Config& c = row.configs[ci];
@@ -820,16 +821,14 @@ void run_symbolic_row(const Row& row) {
       cases.push_back({label, out, out.node(), tol, {}});
     }
   }
-  std::vector<Tensor> outs;
-  for (auto& c : cases) outs.push_back(c.out);
-  try {
-    realize(outs);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << row.name << " with a symbolic dim 0: realize threw: " << e.what();
-    return;
-  }
   for (auto& c : cases) {
     SCOPED_TRACE(c.label);
+    try {
+      c.out.realize();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "realize threw: " << e.what();
+      continue;
+    }
     expect_matches_reference(c.out, c.graph, c.tol.rtol, c.tol.atol);
   }
 }
