@@ -58,7 +58,10 @@ int main(int argc, char** argv) {
     std::printf(
         "{\"workload\": \"C5_gpt6x256_T128_B16_train_step\", \"impl\": \"%s\", \"ms\": %.3f, \"tok/s\": "
         "%lld}\n",
-        mode == 1 ? "kiln jit" : mode == 2 ? "kiln symbolic batch" : "kiln", ms, static_cast<long long>(static_cast<double>(B * T) / ms * 1000));
+        mode == 1   ? "kiln jit"
+        : mode == 2 ? "kiln symbolic batch"
+                    : "kiln",
+        ms, static_cast<long long>(static_cast<double>(B * T) / ms * 1000));
     std::printf(
         "first step (with compiling) %.0f ms; loss %.4f -> %.4f over 8 steps on one batch; %lld parameters\n",
         first_ms, first, last, static_cast<long long>(model->num_parameters()));

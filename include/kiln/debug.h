@@ -11,9 +11,10 @@ struct Settings {
   bool noopt = false;      // KILN_NOOPT=1: no kernel optimizations
   bool validate = false;   // KILN_VALIDATE=1: check every kernel against the reference interpreter
   bool fast_math = false;  // KILN_FAST_MATH=1: allow x*0 -> 0 on floats
-  // KILN_HFUSE=0: no horizontal fusion (independent elementwise kernels, such as an optimizer's
-  // per-parameter updates, stay one launch each)
-  bool hfuse = true;
+  // KILN_HFUSE: horizontal fusion of independent elementwise kernels (an optimizer's per-parameter
+  // updates): 0 never, 1 in the steps a kiln::Jit records (their replays save the launches; a
+  // one-off realize would only pay the grouped kernel's compile), 2 in every realize
+  int hfuse = 1;
   // KILN_DETERMINISTIC=1: results bit-identical run to run on the GPU too: no atomic scatter-adds
   // (an embedding's gradient is then a sum over the vocabulary for every token, much slower)
   bool deterministic = false;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kiln/tensor.h"
@@ -71,17 +72,21 @@ class Optimizer {
   // Collects the lazy updates of one step: targets are assigned, then realized together.
   struct Update {
     std::vector<std::pair<Tensor, Tensor>> assigns;  // (target, new value)
-    std::map<std::pair<double, DType>, Tensor> scalars;
-    // A 0-d tensor of dtype t holding v, read from a buffer (not a constant baked into the
-    // kernel), shared by every parameter of this step.
-    Tensor scalar(double v, DType t);
+    std::map<std::tuple<double, DType, int>, Tensor> scalars;
+    // A 0-d tensor of dtype t holding v on device d (the parameter's), read from a buffer (not a
+    // constant baked into the kernel), shared by every parameter of this step.
+    Tensor scalar(double v, DType t, Device d);
     void set(const Tensor& target, const Tensor& value) { assigns.emplace_back(target, value); }
     // Sets state tensor `name` of s (created on its first step).
     void set(ParamState& s, const std::string& name, const Tensor& value);
   };
 
   Optimizer(std::string name, std::vector<Group> groups);
-  // Group g's learning rate as a 0-d f64 tensor: one buffer that set_lr writes into, so a step
+  // t on device d (t itself when it is there), realized: state made from host values goes to the
+  // device of the parameters it updates.
+  static Tensor on_device(const Tensor& t, Device d);
+  // Group g's learning rate as a 0-d f64 tensor on the device of the group's first parameter: one
+  // buffer that set_lr writes into, so a step
   // captured by kiln::Jit reads the current rate at every replay (a number would be baked in).
   Tensor lr_tensor(size_t g) const { return lr_tensors_.at(g); }
   int64_t steps_taken() const { return steps_; }  // step() calls so far (the current one excluded)

@@ -213,8 +213,7 @@ NodeRef renumber_ranges(const NodeRef& ast) {
   NodeRef tmp = ir::substitute(ast, subs);
   subs.clear();
   for (int64_t k : {ir::kGlobalRange, ir::kReduceRange, ir::kUpcastRange, ir::kPackRange})
-    for (auto& r : ranges_of(tmp, k))
-      subs[r.get()] = ir::range_like(r, r->arg[0] - 1000000, kind(r));
+    for (auto& r : ranges_of(tmp, k)) subs[r.get()] = ir::range_like(r, r->arg[0] - 1000000, kind(r));
   return ir::substitute(tmp, subs);
 }
 
@@ -309,8 +308,7 @@ NodeRef upcast_reduce_output(const NodeRef& ast, RegisterTile tile, std::vector<
     NodeRef prev = g[g.size() - 2];
     for (size_t i = g.size() - 1; i-- > 0;)
       if (!ir::is_symbolic_range(*g[i]) && reduce_moves_with(reduces, g[i]) &&
-          lanes_for(g[i]->arg[1], {tile.rows, 8, 4}) &&
-          !shares_loads(g[i]) && !fills_in(g[i])) {
+          lanes_for(g[i]->arg[1], {tile.rows, 8, 4}) && !shares_loads(g[i]) && !fills_in(g[i])) {
         prev = g[i];
         break;
       }

@@ -34,7 +34,7 @@ void Adagrad::update(size_t g, const Tensor& p, const Tensor& grad, ParamState& 
   double clr = groups_[g].lr / (1 + static_cast<double>(s.step - 1) * o.lr_decay);
   // without decay the rate is the group's lr tensor (set_lr reaches captured steps); with decay it
   // depends on the step count and is made on the host
-  Tensor lr = o.lr_decay == 0 ? lr_tensor(g).to(p.dtype()) : u.scalar(clr, p.dtype());
+  Tensor lr = o.lr_decay == 0 ? lr_tensor(g).to(p.dtype()) : u.scalar(clr, p.dtype(), p.device());
   u.set(p, p - lr * (d / (sum.sqrt() + o.eps)));
 }
 

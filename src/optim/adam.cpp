@@ -49,7 +49,13 @@ Adam::Adam(std::string name, std::vector<ParamGroup<AdamOptions>> groups, bool d
     check(o.weight_decay >= 0, "weight_decay value", o.weight_decay);
     opts_.push_back(o);
     double one = 1;
-    powers_.push_back({from_buffer(&one, {}, DType::F64), from_buffer(&one, {}, DType::F64), {}, {}, 0, -1});
+    Device dev = g.params.empty() ? default_device() : g.params[0].device();
+    powers_.push_back({on_device(from_buffer(&one, {}, DType::F64), dev),
+                       on_device(from_buffer(&one, {}, DType::F64), dev),
+                       {},
+                       {},
+                       0,
+                       -1});
   }
   zero_initial_state();  // the moments start as zeros in buffers: the first step is like the others
 }
@@ -91,8 +97,8 @@ void Adam::update(size_t g, const Tensor& p, const Tensor& grad, ParamState& s, 
     pw.last_step = steps_taken();
     if (pw.steps != s.step - 1) {  // after load_state_dict: start from this parameter's count
       double p1 = power(b1, s.step - 1), p2 = power(b2, s.step - 1);
-      pw.beta1 = from_buffer(&p1, {}, DType::F64);
-      pw.beta2 = from_buffer(&p2, {}, DType::F64);
+      pw.beta1 = on_device(from_buffer(&p1, {}, DType::F64), p.device());
+      pw.beta2 = on_device(from_buffer(&p2, {}, DType::F64), p.device());
       pw.steps = s.step - 1;
     }
     pw.steps++;
@@ -106,8 +112,8 @@ void Adam::update(size_t g, const Tensor& p, const Tensor& grad, ParamState& s, 
     step_size = (lr_tensor(g) / (1.0 - pw.next1)).to(t);
     bc2_sqrt = (1.0 - pw.next2).sqrt().to(t);
   } else {  // a parameter that skipped steps has its own count
-    step_size = u.scalar(lr / (1 - power(b1, s.step)), t);
-    bc2_sqrt = u.scalar(std::sqrt(1 - power(b2, s.step)), t);
+    step_size = u.scalar(lr / (1 - power(b1, s.step)), t, p.device());
+    bc2_sqrt = u.scalar(std::sqrt(1 - power(b2, s.step)), t, p.device());
   }
   Tensor vhat = v;
   if (o.amsgrad) {

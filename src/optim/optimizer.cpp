@@ -22,6 +22,8 @@ Tensor i64_scalar(int64_t v) { return from_buffer(&v, {}, DType::I64); }
 Tensor snapshot(const Tensor& t) { return Tensor(t.node()); }  // a new handle: later assign_ do not reach it
 }  // namespace
 
+Tensor Optimizer::on_device(const Tensor& t, Device d) { return t.device() == d ? t : t.to(d).realize(); }
+
 Optimizer::Optimizer(std::string name, std::vector<Group> groups)
     : groups_(std::move(groups)), name_(std::move(name)) {
   size_t n = 0;
@@ -35,7 +37,8 @@ Optimizer::Optimizer(std::string name, std::vector<Group> groups)
     }
     check(groups_[g].lr >= 0, "learning rate", groups_[g].lr);
     n += groups_[g].params.size();
-    lr_tensors_.push_back(from_buffer(&groups_[g].lr, {}, DType::F64));
+    Device dev = groups_[g].params.empty() ? default_device() : groups_[g].params[0].device();
+    lr_tensors_.push_back(on_device(from_buffer(&groups_[g].lr, {}, DType::F64), dev));
   }
   state_.resize(n);
 }
@@ -44,15 +47,16 @@ void Optimizer::check(bool ok, const std::string& what, double value) const {
   if (!ok) throw Error("kiln: optim::" + name_ + ": invalid " + what + ": " + num(value));
 }
 
-Tensor Optimizer::Update::scalar(double v, DType t) {
-  auto it = scalars.find({v, t});
+Tensor Optimizer::Update::scalar(double v, DType t, Device dev) {
+  std::tuple<double, DType, int> key{v, t, dev.code()};
+  auto it = scalars.find(key);
   if (it != scalars.end()) return it->second;
   if (t == DType::F32) {
     float f = static_cast<float>(v);
-    return scalars[{v, t}] = from_buffer(&f, {}, DType::F32);
+    return scalars[key] = on_device(from_buffer(&f, {}, DType::F32), dev);
   }
-  Tensor d = from_buffer(&v, {}, DType::F64);
-  return scalars[{v, t}] = t == DType::F64 ? d : d.to(t);
+  Tensor d = on_device(from_buffer(&v, {}, DType::F64), dev);
+  return scalars[key] = t == DType::F64 ? d : d.to(t);
 }
 
 void Optimizer::Update::set(ParamState& s, const std::string& name, const Tensor& value) {

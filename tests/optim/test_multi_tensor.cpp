@@ -31,8 +31,8 @@ struct Trained {
 // Steps of the optimizer on fresh parameters (mixed dtypes: f32, a bf16 and an f64 one) with
 // gradients of a loss, so that each step's schedule holds the backward too.
 Trained train(const Make& make, bool hfuse, double clip, int steps = 4) {
-  bool was = settings().hfuse;
-  settings().hfuse = hfuse;
+  int was = settings().hfuse;
+  settings().hfuse = hfuse ? 2 : 0;
   std::vector<Tensor> ps;
   for (size_t j = 0; j < kShapes.size(); j++) {
     DType t = j == 3 ? DType::BF16 : j == 6 ? DType::F64 : DType::F32;
@@ -84,7 +84,9 @@ TEST(OptimMultiTensor, StepIsBitIdenticalToOneKernelPerParameter) {
 
 TEST(OptimMultiTensor, ManyParametersStepInAFewKernels) {
   // 40 parameters; their gradients come from outside the step (set_grad), so the step's schedule is
-  // the updates, the Adam step counters and (with clipping) the norm
+  // the updates, the Adam step counters and (with clipping) the norm; grouped in every realize
+  int was = settings().hfuse;
+  settings().hfuse = 2;
   std::vector<Tensor> ps;
   for (int j = 0; j < 40; j++)
     ps.push_back(kiln::testing::random_tensor({3 + j, 5}, DType::F32, -1, 1, j).requires_grad_());
@@ -105,14 +107,15 @@ TEST(OptimMultiTensor, ManyParametersStepInAFewKernels) {
       EXPECT_LE(kernels, 40 + 8);
     }
   }
+  settings().hfuse = was;
 }
 
 TEST(OptimMultiTensor, JittedStepReplaysTheFusedKernels) {
   // a jitted step of an MLP with AdamW and clipping: the replay runs fewer kernels than without the
   // fusion, with the same bits
   auto launches = [](bool hfuse, std::vector<float>* out) {
-    bool was = settings().hfuse;
-    settings().hfuse = hfuse;
+    int was = settings().hfuse;
+    settings().hfuse = hfuse ? 2 : 0;
     manual_seed(3);
     std::vector<Tensor> ps;
     for (int64_t in : {12, 24, 24}) {

@@ -14,8 +14,8 @@ class CudaHorizontalFusion : public kiln::testing::GpuTest {
   // Runs f with horizontal fusion set to `on`, then restores the setting.
   template <class F>
   auto with_hfuse(bool on, F f) {
-    bool was = settings().hfuse;
-    settings().hfuse = on;
+    int was = settings().hfuse;
+    settings().hfuse = on ? 2 : 0;
     auto r = f();
     settings().hfuse = was;
     return r;

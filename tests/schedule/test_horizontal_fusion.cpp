@@ -26,8 +26,8 @@ int64_t kernels_for(std::vector<Tensor> ts) {
 // Runs f with horizontal fusion set to `on`, then restores the setting.
 template <class F>
 auto with_hfuse(bool on, F f) {
-  bool was = settings().hfuse;
-  settings().hfuse = on;
+  int was = settings().hfuse;
+  settings().hfuse = on ? 2 : 0;
   auto r = f();
   settings().hfuse = was;
   return r;
@@ -43,6 +43,18 @@ TEST(HorizontalFusion, IndependentElementwiseKernelsAreOne) {
          e = r({13}, 5, DType::BF16);
   auto make = [&] { return std::vector<Tensor>{a * 2 + 1, b.exp(), c * c, d.sqrt().abs(), e * 3}; };
   EXPECT_EQ(with_hfuse(true, [&] { return kernels_for(make()); }), 1);
+  // by default (KILN_HFUSE=1) only a step a kiln::Jit records is grouped, not a one-off realize
+  int was = settings().hfuse;
+  settings().hfuse = 1;
+  EXPECT_EQ(kernels_for(make()), 5);
+  Jit step([&](const std::vector<Tensor>&) {
+    std::vector<Tensor> outs = make();
+    return outs;
+  });
+  int64_t before = stats().kernels_run;
+  step({});
+  EXPECT_EQ(stats().kernels_run - before, 1);
+  settings().hfuse = was;
   EXPECT_EQ(with_hfuse(false, [&] { return kernels_for(make()); }), 5);
 }
 
@@ -82,7 +94,7 @@ TEST(HorizontalFusion, BroadcastAndScalarKernelsKeepTheirOwn) {
 TEST(HorizontalFusion, SegmentsAreBoundedPerKernel) {
   std::vector<Tensor> outs;
   for (int64_t i = 0; i < schedule::kMaxSegments + 3; i++) outs.push_back(r({5 + i}, 100 + i) * 2);
-  EXPECT_EQ(kernels_for(outs), 2);
+  EXPECT_EQ(with_hfuse(true, [&] { return kernels_for(outs); }), 2);
 }
 
 TEST(HorizontalFusion, CSourceRunsEachSegmentOverItsPartOfTheThreadsRange) {
