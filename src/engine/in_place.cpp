@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "engine/launch_observer.h"
+#include "ir/made_ops.h"
 
 namespace kiln::engine {
 
@@ -16,6 +17,7 @@ thread_local const std::unordered_set<const Node*>* t_writable = nullptr;
 
 std::unordered_set<const Node*> writable_destinations(const std::vector<NodeRef>& roots) {
   std::unordered_set<const Node*> out;
+  if (!ir::ever_made(ir::Op::INDEX_COPY)) return out;  // no walk of the graph on every realize
   std::vector<NodeRef> order = ir::toposort(roots, false);
   std::unordered_map<const Node*, long> edges;  // references from nodes of this graph
   bool any = false;

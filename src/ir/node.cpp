@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/made_ops.h"
 #include "ir/simplify.h"
 #include "ir/symbolic.h"
 #include "kiln/device.h"
@@ -72,6 +73,9 @@ struct Table {
   std::unordered_multimap<uint64_t, std::weak_ptr<const Node>> map;
   std::atomic<int64_t> dead{0};  // interned nodes destroyed since the last sweep (~Node counts)
 };
+
+std::atomic<uint64_t> g_made{0};  // a bit per op (ir/made_ops.h)
+static_assert(static_cast<int>(Op::COUNT_) <= 64);
 
 Table& table() {
   static Table* t = new Table();  // never destroyed: nodes may outlive static destructors
@@ -161,6 +165,8 @@ NodeRef make_on(int8_t device, Op op, DType dtype, Shape shape, std::vector<Node
     throw Error(std::string("kiln.") + op_name(op) + ": shape (" + dims +
                 ") has a negative dimension or more elements than int64 can count");
   }
+  uint64_t bit = uint64_t{1} << static_cast<int>(op);
+  if (!(g_made.load(std::memory_order_relaxed) & bit)) g_made.fetch_or(bit, std::memory_order_relaxed);
   auto n = std::make_shared<Node>();
   n->op = op;
   n->dtype = dtype;
@@ -227,6 +233,8 @@ NodeRef pinned_const(const NodeRef& c, int8_t device) {
   if (c->op != Op::CONST) throw Error("kiln.pinned_const: " + c->str() + " is not a constant");
   return make_on(device, Op::CONST, c->dtype, c->shape, {}, c->arg, c->fval);
 }
+
+bool ever_made(Op op) { return (g_made.load(std::memory_order_relaxed) >> static_cast<int>(op)) & 1; }
 
 size_t live_nodes() {
   Table& t = table();

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 
+#include "ir/made_ops.h"
 #include "ir/simplify.h"
 #include "kiln/error.h"
 
@@ -21,7 +22,6 @@ Names& names() {
   static Names* n = new Names();  // never destroyed: nodes may outlive static destructors
   return *n;
 }
-std::atomic<bool> g_vars{false};
 
 // The value each variable was last given (Tensor::symbolic): what a reshape splitting a product of
 // variables matches its new dims against. Only a guide: bind_vars checks every dim it derives.
@@ -156,7 +156,6 @@ NodeRef var(const std::string& name, int64_t min, int64_t max) {
     if (!fresh && it->second != name)
       throw Error("kiln.Var: the names \"" + name + "\" and \"" + it->second + "\" collide");
   }
-  g_vars.store(true, std::memory_order_relaxed);
   return make(Op::VAR, DType::I64, {}, {}, {id, min, max});
 }
 
@@ -171,7 +170,7 @@ std::string var_name(const Node& v) {
   return it == names().by_id.end() ? "v" + std::to_string(v.arg[0]) : it->second;
 }
 
-bool vars_in_use() { return g_vars.load(std::memory_order_relaxed); }
+bool vars_in_use() { return ever_made(Op::VAR); }
 
 NodeRef dim_expr(const NodeRef& n, size_t d) {
   return symbolic_dim(n, d) ? n->sym[d] : const_int(n->shape[d]);

@@ -17,6 +17,10 @@ using ir::Op;
 
 namespace {
 
+// A member's stores are built over its own flat loop (segment 0 at offset 0), which becomes its
+// segment once the group and the member's place in it are known.
+NodeRef member_loop(int64_t numel) { return ir::segment_range(0, numel, 0); }
+
 int64_t index_divisions(const NodeRef& ast) {
   int64_t c = 0;
   for (auto& n : ir::toposort({ast})) c += n->op == Op::IDIV || n->op == Op::MOD;
@@ -116,7 +120,7 @@ Schedule fuse_horizontally(Schedule s) {
     const Kernel& kern = s.kernels[k];
     int64_t numel = kern.outputs[0]->numel(), nodes = 0;
     if (numel < 2) continue;  // a loop of one step simplifies away: a kernel of its own
-    NodeRef seg = ir::segment_range(0, numel, 0);
+    NodeRef seg = member_loop(numel);
     std::vector<NodeRef> stores = as_segment(kern, seg, &nodes);
     if (stores.empty()) continue;
     bool joins = !groups.empty() && first_reader[k] > groups.back().at &&
@@ -153,10 +157,9 @@ Schedule fuse_horizontally(Schedule s) {
     for (size_t i = 0; i < g.members.size(); i++) {
       const Kernel& m = s.kernels[g.members[i]];
       int64_t numel = m.outputs[0]->numel();
-      NodeRef placeholder = ir::segment_range(0, numel, 0);
       NodeRef seg = ir::segment_range(static_cast<int64_t>(i), numel, offset);
       std::vector<NodeRef> st;
-      for (auto& x : g.stores[i]) st.push_back(ir::substitute(x, {{placeholder.get(), seg}}));
+      for (auto& x : g.stores[i]) st.push_back(ir::substitute(x, {{member_loop(numel).get(), seg}}));
       stores.push_back(std::move(st));
       members.push_back(&m);
       offset += numel;

@@ -50,6 +50,11 @@ NodeRef flat_index(const std::vector<NodeRef>& idx, const NodeRef& n) {
     if (!ir::is_const_value(dims[i], 1)) r = r + idx[i] * st[i];
   return r;
 }
+// Dim d of n plus k: a constant, or the symbolic dim's expression plus k.
+NodeRef dim_plus(const NodeRef& n, size_t d, int64_t k) {
+  if (n->sym.empty() || !n->sym[d]) return ir::const_int(n->shape[d] + k);
+  return ir::simplify(n->sym[d] + k);
+}
 bool concrete_one(const NodeRef& n, size_t d) { return n->shape[d] == 1 && (n->sym.empty() || !n->sym[d]); }
 
 class Builder {
@@ -208,27 +213,24 @@ class Builder {
     const NodeRef& valid = f.req.valid;
     // another output of this kernel is computed again here, not read back (see build_schedule)
     bool output = std::any_of(outs_.begin(), outs_.end(), [&](const NodeRef& o) { return o == n; });
-    if (!f.req.is_root &&
-        (is_realized(n) || (points_.count(n.get()) && !output && !inlined_.count(n.get())))) {
-      std::vector<NodeRef> src{global_of(n), flat_index(idx, n)};
+    // a load of buffer b at idx over the dims of `view` (b's node, or its symbolic view)
+    auto load = [&](const NodeRef& b, const NodeRef& view) {
+      std::vector<NodeRef> src{global_of(b), flat_index(idx, view)};
       if (valid) src.push_back(valid);
       return ir::make(Op::LOAD, n->dtype, {}, src);
-    }
+    };
+    if (!f.req.is_root && (is_realized(n) || (points_.count(n.get()) && !output && !inlined_.count(n.get()))))
+      return load(n, n);
     // a buffer read through its symbolic view (Tensor::symbolic): indexed by the view's dims
     if (n->op == Op::RESHAPE && !n->sym.empty() && n->shape == n->src[0]->shape && n->src[0]->sym.empty() &&
-        !f.req.is_root && is_realized(n->src[0])) {
-      std::vector<NodeRef> src{global_of(n->src[0]), flat_index(idx, n)};
-      if (valid) src.push_back(valid);
-      return ir::make(Op::LOAD, n->dtype, {}, src);
-    }
+        !f.req.is_root && is_realized(n->src[0]))
+      return load(n->src[0], n);
     const ir::Shape& in = n->src.empty() ? n->shape : n->src[0]->shape;
     std::vector<NodeRef> sidx = idx;
     auto from_source = [&](NodeRef v) -> NodeRef {
       f.needs.push_back({n->src[0], std::move(sidx), std::move(v)});
       return nullptr;
     };
-    const bool symbolic = !n->sym.empty() || (!n->src.empty() && !n->src[0]->sym.empty());
-    if (symbolic && n->op != Op::REDUCE && ir::is_movement(n->op)) return plan_symbolic_view(f, sidx);
     switch (n->op) {
       case Op::CONST: return ir::make(Op::CONST, n->dtype, {}, {}, n->arg, n->fval);
       case Op::VAR: return n;  // a symbolic size as a value (a mean's count): the kernel's VAR
@@ -237,6 +239,19 @@ class Builder {
         return n->dtype == DType::I64 ? i : ir::make(Op::CAST, n->dtype, {}, {i});
       }
       case Op::RESHAPE: {
+        if (!n->sym.empty() || !n->src[0]->sym.empty()) {  // over the dims' expressions
+          if (n->shape == in) return from_source(valid);   // the same dims, another view of them
+          NodeRef flat = flat_index(idx, n);
+          std::vector<NodeRef> dims = ir::dim_exprs(n->src[0]), st = strides_of(dims);
+          sidx.assign(in.size(), nullptr);
+          for (size_t j = 0; j < in.size(); j++) {
+            NodeRef v = ir::is_const_value(st[j], 1) ? flat : ir::alu(Op::IDIV, flat, st[j]);
+            sidx[j] = concrete_one(n->src[0], j) ? ir::const_int(0)
+                      : j == 0                   ? v
+                                                 : ir::alu(Op::MOD, v, dims[j]);
+          }
+          return from_source(valid);
+        }
         NodeRef flat = flat_index(idx, n->shape);
         auto st = strides_of(in);
         sidx.assign(in.size(), nullptr);
@@ -251,7 +266,7 @@ class Builder {
         return from_source(valid);
       case Op::EXPAND:
         for (size_t i = 0; i < idx.size(); i++)
-          if (in[i] == 1) sidx[i] = ir::const_int(0);
+          if (concrete_one(n->src[0], i)) sidx[i] = ir::const_int(0);
         return from_source(valid);
       case Op::SHRINK:
         for (size_t i = 0; i < idx.size(); i++)
@@ -259,7 +274,7 @@ class Builder {
         return from_source(valid);
       case Op::FLIP:
         for (size_t i = 0; i < idx.size(); i++)
-          if (n->arg[i]) sidx[i] = idx[i] * -1 + (in[i] - 1);
+          if (n->arg[i]) sidx[i] = idx[i] * -1 + dim_plus(n->src[0], i, -1);
         return from_source(valid);
       case Op::PAD:
         for (size_t i = 0; i < idx.size(); i++) {
@@ -267,7 +282,7 @@ class Builder {
           if (!before && !after) continue;
           sidx[i] = idx[i] + (-before);
           if (before) f.cond = ir::land(f.cond, ir::ge(idx[i], before));
-          if (after) f.cond = ir::land(f.cond, ir::lt(idx[i], before + in[i]));
+          if (after) f.cond = ir::land(f.cond, ir::alu(Op::CMPLT, idx[i], dim_plus(n->src[0], i, before)));
         }
         return from_source(ir::land(valid, f.cond));
       case Op::REDUCE:
@@ -290,56 +305,6 @@ class Builder {
     }
     throw Error(std::string("kiln.schedule: cannot build a kernel for ") + ir::op_name(n->op) + " " +
                 n->str());
-  }
-
-  // A view with symbolic dims (ir/symbolic.h): the index math of plan() over dim expressions.
-  NodeRef plan_symbolic_view(Frame& f, std::vector<NodeRef>& sidx) {
-    const NodeRef& n = f.req.n;
-    const NodeRef& x = n->src[0];
-    const std::vector<NodeRef>& idx = f.req.idx;
-    std::vector<NodeRef> in = ir::dim_exprs(x);
-    auto one = [&](size_t d) { return concrete_one(x, d); };
-    switch (n->op) {
-      case Op::RESHAPE: {
-        if (n->shape == x->shape) break;  // the same dims, another view of them
-        NodeRef flat = flat_index(idx, n);
-        std::vector<NodeRef> st = strides_of(in);
-        sidx.assign(in.size(), nullptr);
-        for (size_t j = 0; j < in.size(); j++) {
-          NodeRef v = ir::is_const_value(st[j], 1) ? flat : ir::alu(Op::IDIV, flat, st[j]);
-          sidx[j] = one(j) ? ir::const_int(0) : j == 0 ? v : ir::alu(Op::MOD, v, in[j]);
-        }
-        break;
-      }
-      case Op::PERMUTE:
-        for (size_t i = 0; i < idx.size(); i++) sidx[static_cast<size_t>(n->arg[i])] = idx[i];
-        break;
-      case Op::EXPAND:
-        for (size_t i = 0; i < idx.size(); i++)
-          if (one(i)) sidx[i] = ir::const_int(0);
-        break;
-      case Op::SHRINK:
-        for (size_t i = 0; i < idx.size(); i++)
-          if (n->arg[2 * i]) sidx[i] = idx[i] + n->arg[2 * i];
-        break;
-      case Op::FLIP:
-        for (size_t i = 0; i < idx.size(); i++)
-          if (n->arg[i]) sidx[i] = idx[i] * -1 + (in[i] + -1);
-        break;
-      case Op::PAD:
-        for (size_t i = 0; i < idx.size(); i++) {
-          int64_t before = n->arg[2 * i], after = n->arg[2 * i + 1];
-          if (!before && !after) continue;
-          sidx[i] = idx[i] + (-before);
-          if (before) f.cond = ir::land(f.cond, ir::ge(idx[i], before));
-          if (after) f.cond = ir::land(f.cond, ir::alu(Op::CMPLT, idx[i], ir::simplify(in[i] + before)));
-        }
-        f.needs.push_back({x, std::move(sidx), ir::land(f.req.valid, f.cond)});
-        return nullptr;
-      default: throw Error(std::string("kiln.schedule: no symbolic view for ") + n->str());
-    }
-    f.needs.push_back({x, std::move(sidx), f.req.valid});
-    return nullptr;
   }
 
   // The value of a planned request from the values of what it needs.

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "helpers.h"
+#include "hfuse_scope.h"
 
 using namespace kiln;
 
@@ -31,8 +32,7 @@ struct Trained {
 // Steps of the optimizer on fresh parameters (mixed dtypes: f32, a bf16 and an f64 one) with
 // gradients of a loss, so that each step's schedule holds the backward too.
 Trained train(const Make& make, bool hfuse, double clip, int steps = 4) {
-  int was = settings().hfuse;
-  settings().hfuse = hfuse ? 2 : 0;
+  kiln::testing::HFuse scope(hfuse);
   std::vector<Tensor> ps;
   for (size_t j = 0; j < kShapes.size(); j++) {
     DType t = j == 3 ? DType::BF16 : j == 6 ? DType::F64 : DType::F32;
@@ -52,7 +52,6 @@ Trained train(const Make& make, bool hfuse, double clip, int steps = 4) {
     out.step_kernels = stats().kernels_run - before;
   }
   for (auto& p : ps) out.params.push_back(p.to_vector<double>());
-  settings().hfuse = was;
   return out;
 }
 
@@ -85,8 +84,7 @@ TEST(OptimMultiTensor, StepIsBitIdenticalToOneKernelPerParameter) {
 TEST(OptimMultiTensor, ManyParametersStepInAFewKernels) {
   // 40 parameters; their gradients come from outside the step (set_grad), so the step's schedule is
   // the updates, the Adam step counters and (with clipping) the norm; grouped in every realize
-  int was = settings().hfuse;
-  settings().hfuse = 2;
+  kiln::testing::HFuse scope(true);
   std::vector<Tensor> ps;
   for (int j = 0; j < 40; j++)
     ps.push_back(kiln::testing::random_tensor({3 + j, 5}, DType::F32, -1, 1, j).requires_grad_());
@@ -107,15 +105,13 @@ TEST(OptimMultiTensor, ManyParametersStepInAFewKernels) {
       EXPECT_LE(kernels, 40 + 8);
     }
   }
-  settings().hfuse = was;
 }
 
 TEST(OptimMultiTensor, JittedStepReplaysTheFusedKernels) {
   // a jitted step of an MLP with AdamW and clipping: the replay runs fewer kernels than without the
   // fusion, with the same bits
   auto launches = [](bool hfuse, std::vector<float>* out) {
-    int was = settings().hfuse;
-    settings().hfuse = hfuse ? 2 : 0;
+    kiln::testing::HFuse scope(hfuse);
     manual_seed(3);
     std::vector<Tensor> ps;
     for (int64_t in : {12, 24, 24}) {
@@ -145,7 +141,6 @@ TEST(OptimMultiTensor, JittedStepReplaysTheFusedKernels) {
       auto v = p.to_vector<float>();
       out->insert(out->end(), v.begin(), v.end());
     }
-    settings().hfuse = was;
     EXPECT_TRUE(step.captured());
     return replayed;
   };

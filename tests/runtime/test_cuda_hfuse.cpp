@@ -4,23 +4,14 @@
 #include <kiln/kiln.h>
 
 #include "helpers.h"
+#include "hfuse_scope.h"
 
 using namespace kiln;
 
 namespace {
 
-class CudaHorizontalFusion : public kiln::testing::GpuTest {
- protected:
-  // Runs f with horizontal fusion set to `on`, then restores the setting.
-  template <class F>
-  auto with_hfuse(bool on, F f) {
-    int was = settings().hfuse;
-    settings().hfuse = on ? 2 : 0;
-    auto r = f();
-    settings().hfuse = was;
-    return r;
-  }
-};
+class CudaHorizontalFusion : public kiln::testing::GpuTest {};
+using kiln::testing::with_hfuse;
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 
 #include "codegen/passes.h"
 #include "helpers.h"
+#include "hfuse_scope.h"
 #include "ir/node.h"
 #include "schedule/schedule.h"
 
@@ -23,15 +24,7 @@ int64_t kernels_for(std::vector<Tensor> ts) {
   return n;
 }
 
-// Runs f with horizontal fusion set to `on`, then restores the setting.
-template <class F>
-auto with_hfuse(bool on, F f) {
-  int was = settings().hfuse;
-  settings().hfuse = on ? 2 : 0;
-  auto r = f();
-  settings().hfuse = was;
-  return r;
-}
+using kiln::testing::with_hfuse;
 
 Tensor r(Shape s, uint64_t seed, DType t = DType::F32) { return random_tensor(s, t, -2, 2, seed); }
 
@@ -44,7 +37,7 @@ TEST(HorizontalFusion, IndependentElementwiseKernelsAreOne) {
   auto make = [&] { return std::vector<Tensor>{a * 2 + 1, b.exp(), c * c, d.sqrt().abs(), e * 3}; };
   EXPECT_EQ(with_hfuse(true, [&] { return kernels_for(make()); }), 1);
   // by default (KILN_HFUSE=1) only a step a kiln::Jit records is grouped, not a one-off realize
-  int was = settings().hfuse;
+  kiln::testing::HFuse scope(false);
   settings().hfuse = 1;
   EXPECT_EQ(kernels_for(make()), 5);
   Jit step([&](const std::vector<Tensor>&) {
@@ -54,7 +47,6 @@ TEST(HorizontalFusion, IndependentElementwiseKernelsAreOne) {
   int64_t before = stats().kernels_run;
   step({});
   EXPECT_EQ(stats().kernels_run - before, 1);
-  settings().hfuse = was;
   EXPECT_EQ(with_hfuse(false, [&] { return kernels_for(make()); }), 5);
 }
 
