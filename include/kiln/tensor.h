@@ -227,6 +227,8 @@ class Tensor {
   // The same values with dim d standing for v (src/frontend/symbolic.cpp): its size is v's value
   // in this call, which must lie in v's bounds; what is computed from it keeps the dim symbolic.
   Tensor symbolic(int64_t d, const Var& v) const;
+  // The variable dim d stands for alone (a dim marked symbolic, or kept so), if any.
+  std::optional<Var> var_of(int64_t d) const;
   // (src/frontend/indexing.cpp) index tensors are integer; out-of-range indices read 0, never
   // out of bounds (KILN_VALIDATE=1 reports them)
   Tensor gather(int64_t d, const Tensor& index) const;

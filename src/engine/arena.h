@@ -17,6 +17,8 @@ struct OutputBuffers {
   size_t own_bytes = 0;                                    // bytes of the outputs with buffers of their own
 };
 
-OutputBuffers allocate_outputs(const schedule::Schedule& s, const schedule::MemoryPlan& plan, Device device);
+// at_capacity: outputs of their own with symbolic sizes get room for their largest (ir::capacity).
+OutputBuffers allocate_outputs(const schedule::Schedule& s, const schedule::MemoryPlan& plan, Device device,
+                               bool at_capacity = false);
 
 }  // namespace kiln::engine

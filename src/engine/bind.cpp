@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "engine/stages.h"
+#include "ir/symbolic.h"
 #include "kiln/debug.h"
 #include "kiln/error.h"
 
@@ -51,7 +52,8 @@ std::vector<Bound> bind_launches(const schedule::Schedule& s, const Lowerings& l
       bd.bytes += static_cast<int64_t>(in->buffer->nbytes());
     }
     runtime::Launch& launch = bd.launch;
-    launch.symbolic = !k.ast->arg.empty() && k.ast->op == ir::Op::SINK;
+    if (!k.ast->arg.empty() && k.ast->op == ir::Op::SINK)
+      launch.vars = std::make_shared<const std::vector<ir::NodeRef>>(ir::vars_of(k.ast));
     launch.parallel = launch.parallel && p.flops + static_cast<double>(elems) >= 32768;
     r[i]->bind(launch, k);
     if (launch.gemm) stats().gemm_launches++;

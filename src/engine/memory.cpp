@@ -1,14 +1,18 @@
 // The memory plan stage (see stages.h).
+#include "engine/launch_observer.h"
 #include "engine/stages.h"
 #include "engine/survivors.h"
+#include "ir/symbolic.h"
 #include "kiln/debug.h"
 
 namespace kiln::engine {
 
 Memory plan_memory(const schedule::Schedule& s, const Rewritten& g, Device device) {
   Memory m;
-  m.plan = schedule::plan_memory(s, surviving_outputs(s, g.roots, g.held));
-  m.buffers = allocate_outputs(s, m.plan, device);
+  // a step being captured (kiln::Jit) replays at other values of its symbolic sizes: room for the largest
+  const bool at_capacity = launch_observer() && ir::vars_in_use();
+  m.plan = schedule::plan_memory(s, surviving_outputs(s, g.roots, g.held), at_capacity);
+  m.buffers = allocate_outputs(s, m.plan, device, at_capacity);
   stats().arena_bytes += static_cast<int64_t>(m.plan.arena_bytes);
   stats().arena_no_reuse_bytes += static_cast<int64_t>(m.plan.no_reuse_bytes);
   return m;

@@ -10,6 +10,7 @@
 #include "engine/realize.h"
 #include "frontend/jit_recorder.h"
 #include "frontend/tensor_impl.h"
+#include "ir/symbolic.h"
 #include "kiln/debug.h"
 #include "runtime/backend.h"
 #include "runtime/program_cache.h"
@@ -39,18 +40,51 @@ using ImplRef = std::shared_ptr<Tensor::Impl>;
 
 std::string sig(const Shape& s, DType t) { return shape_str(s) + " " + to_string(t); }
 
-// The role of a buffer in a recorded step (see jit.h).
-enum class Role { Input, State, Constant, HostMade, Arena, Result, Scratch };
+// A tensor's dims as a step sees them: each dim's expression (ir::dim_exprs), a constant size or, for
+// a symbolic dim, its expression over variables the replay binds from the inputs' shapes.
+using Dims = std::vector<ir::NodeRef>;
+
+std::string dims_str(const Dims& dims) {
+  std::string out = "(";
+  for (size_t d = 0; d < dims.size(); d++) out += (d ? ", " : "") + ir::dim_label(dims[d]);
+  return out + ")";
+}
+
+Shape shape_at(const Dims& dims, const ir::Bindings& b) {
+  Shape s;
+  for (auto& e : dims) s.push_back(ir::eval_index(e, b));
+  return s;
+}
+
+// A tensor over buffer b with the dims' sizes under bindings b, its symbolic dims marked again.
+ir::NodeRef node_at(const std::shared_ptr<Buffer>& buf, const Dims& dims, const ir::Bindings& b) {
+  std::vector<ir::NodeRef> sym(dims.size());
+  for (size_t d = 0; d < dims.size(); d++)
+    if (dims[d]->op != ir::Op::CONST) sym[d] = dims[d];
+  return frontend::buffer_node(buf, shape_at(dims, b), std::move(sym));
+}
+
+int64_t numel_at(const Dims& dims, const ir::Bindings& b) {
+  int64_t n = 1;
+  for (int64_t x : shape_at(dims, b)) n *= x;
+  return n;
+}
+
+// The role of a buffer in a recorded step (see jit.h). Sizes: the values of a kernel's symbolic
+// sizes (runtime::Launch::vars), written again by each replay for the inputs' shapes.
+enum class Role { Input, State, Constant, HostMade, Arena, Result, Scratch, Sizes };
 
 struct Slot {
   Role role;
   std::shared_ptr<Buffer> buffer;  // as recorded
   size_t input = 0;                // Input
   std::weak_ptr<Tensor::Impl> state = {};
+  std::shared_ptr<const std::vector<ir::NodeRef>> vars = {};  // Sizes
+  Dims dims = {};  // Result: the dims of the tensors it holds, where symbolic
 
   std::string describe() const {
     std::ostringstream os;
-    std::string what = to_string(buffer->dtype) + "[" + std::to_string(buffer->numel) + "]";
+    std::string what = to_string(buffer->dtype) + "[" + std::to_string(buffer->capacity) + "]";
     switch (role) {
       case Role::Input: os << "input " << input; break;
       case Role::State: os << "state tensor " << state.lock().get() << " " << what; break;
@@ -68,6 +102,10 @@ struct Slot {
       case Role::Arena: os << "arena +" << buffer->offset << " " << what; break;
       case Role::Result: os << "result " << what; break;
       case Role::Scratch: os << "scratch " << what; break;
+      case Role::Sizes:
+        os << "sizes";
+        for (auto& v : *vars) os << " " << ir::var_name(*v);
+        break;
     }
     return os.str();
   }
@@ -77,17 +115,25 @@ struct Slot {
 struct Step {
   std::vector<Slot> slots;
   std::vector<runtime::SlotLaunch> launches;
-  std::vector<std::pair<std::weak_ptr<Tensor::Impl>, int32_t>> publish;  // tensors bound to results
-  std::vector<std::pair<int32_t, Shape>> outputs;                        // returned tensors
-  std::vector<std::pair<Shape, DType>> inputs;
-  std::vector<size_t> input_alias;  // the first input with the same buffer
+  struct Publish {
+    std::weak_ptr<Tensor::Impl> impl;
+    int32_t slot;
+    Dims dims;
+  };
+  std::vector<Publish> publish;                   // tensors bound to results
+  std::vector<std::pair<int32_t, Dims>> outputs;  // returned tensors
+  std::vector<std::pair<Dims, DType>> inputs;
+  std::vector<int64_t> input_capacity;  // elements at the largest values of its symbolic dims
+  std::vector<size_t> input_alias;      // the first input with the same buffer
   std::vector<std::function<void()>> host_effects;
+  std::string unbound;  // why a replay could not bind the symbolic sizes: the step is not captured
 
   // One line per launch and per slot: two calls recorded the same step when these agree.
   std::vector<std::string> describe() const {
     std::vector<std::string> d;
     for (size_t i = 0; i < inputs.size(); i++)
-      d.push_back("input " + std::to_string(i) + ": " + sig(inputs[i].first, inputs[i].second));
+      d.push_back("input " + std::to_string(i) + ": " + dims_str(inputs[i].first) + " " +
+                  to_string(inputs[i].second));
     for (size_t i = 0; i < launches.size(); i++) {
       std::ostringstream os;
       const auto& l = launches[i];
@@ -96,8 +142,8 @@ struct Step {
       for (int32_t a : l.args) os << " [" << slots[static_cast<size_t>(a)].describe() << "]";
       d.push_back(os.str());
     }
-    for (auto& [slot, shape] : outputs)
-      d.push_back("returns " + slots[static_cast<size_t>(slot)].describe() + " of shape " + shape_str(shape));
+    for (auto& [slot, dims] : outputs)
+      d.push_back("returns " + slots[static_cast<size_t>(slot)].describe() + " of shape " + dims_str(dims));
     return d;
   }
 };
@@ -111,7 +157,8 @@ Step analyze(const Recording& rec, const std::vector<Tensor>& inputs, const std:
     const Buffer* b = inputs[i].node()->buffer.get();
     auto [it, fresh] = input_of.emplace(b, i);
     st.input_alias.push_back(it->second);
-    st.inputs.emplace_back(inputs[i].shape(), inputs[i].dtype());
+    st.inputs.emplace_back(ir::dim_exprs(inputs[i].node()), inputs[i].dtype());
+    st.input_capacity.push_back(ir::capacity(*inputs[i].node()));
   }
   std::unordered_map<const Buffer*, ImplRef> state_of;
   for (auto& [w, b] : rec.assigned)
@@ -133,10 +180,25 @@ Step analyze(const Recording& rec, const std::vector<Tensor>& inputs, const std:
     slot_of[b.get()] = id;
     return id;
   };
+  // symbolic sizes: a replay binds them from the inputs' shapes, so each must be given by one
+  std::vector<ir::NodeRef> input_nodes;
+  for (auto& t : inputs) input_nodes.push_back(t.node());
+  const ir::Bindings bound = ir::bind_vars(input_nodes);
   for (auto& l : rec.launches) {
     runtime::SlotLaunch sl{l.launch, {}};
     for (auto& o : l.outputs) sl.args.push_back(slot(o, true));
     for (auto& i : l.inputs) sl.args.push_back(slot(i, false));
+    if (l.launch.vars) {
+      Slot& sizes = st.slots[static_cast<size_t>(sl.args.back())];
+      sizes.role = Role::Sizes;
+      sizes.vars = l.launch.vars;
+      for (auto& v : *l.launch.vars)
+        if (!bound.count(v.get()) && st.unbound.empty())
+          st.unbound = "no input's shape gives the variable " + ir::var_name(*v);
+      // a runner's own launch (a GEMM library call, a tile program) keeps the sizes it was bound with
+      if ((l.launch.gemm || l.launch.call) && st.unbound.empty())
+        st.unbound = "kernel " + l.launch.name + " has symbolic sizes but runs with fixed ones";
+    }
     st.launches.push_back(std::move(sl));
   }
   // A buffer read from before the call that nothing but this recording holds any more was replaced
@@ -170,15 +232,16 @@ Step analyze(const Recording& rec, const std::vector<Tensor>& inputs, const std:
     Slot& s = st.slots[static_cast<size_t>(it->second)];
     if (s.role != Role::Scratch && s.role != Role::Result) return;
     s.role = Role::Result;
-    st.publish.emplace_back(impl, it->second);
+    s.dims = ir::dim_exprs(impl->node);
+    st.publish.push_back({impl, it->second, s.dims});
   };
   for (auto& [w, b] : rec.assigned) bind(w);
   for (auto& w : rec.realized) bind(w);
   for (auto& t : outs) {
     int32_t id = slot(t.node()->buffer, false);
-    if (st.slots[static_cast<size_t>(id)].role == Role::Scratch)
-      st.slots[static_cast<size_t>(id)].role = Role::Result;
-    st.outputs.emplace_back(id, t.shape());
+    Slot& s = st.slots[static_cast<size_t>(id)];
+    if (s.role == Role::Scratch) s.role = Role::Result, s.dims = ir::dim_exprs(t.node());
+    st.outputs.emplace_back(id, ir::dim_exprs(t.node()));
   }
   return st;
 }
@@ -202,7 +265,8 @@ struct Replay {
     std::weak_ptr<Tensor::Impl> state;
     std::shared_ptr<Buffer> fixed;
     DType dtype;
-    int64_t numel;
+    int64_t numel, capacity;
+    Dims dims = {};  // Fresh: its tensors' dims (numel per binding)
     // Fresh: buffers of earlier replays, taken again once nothing else holds them. A step that
     // updates its state writes every other replay into the same buffers, so its pointers repeat
     // and a device can keep replaying one recorded graph.
@@ -210,10 +274,14 @@ struct Replay {
   };
   std::vector<ReplaySlot> slots;
   std::vector<runtime::SlotLaunch> launches;
-  std::vector<std::pair<std::weak_ptr<Tensor::Impl>, int32_t>> publish;
-  std::vector<std::pair<int32_t, Shape>> outputs;
-  std::vector<std::pair<Shape, DType>> inputs;
+  std::vector<Step::Publish> publish;
+  std::vector<std::pair<int32_t, Dims>> outputs;
+  std::vector<std::pair<Dims, DType>> inputs;
+  std::vector<int64_t> input_capacity;
   std::vector<size_t> input_alias;
+  // the Sizes slots' values, packed in one buffer that each replay writes once: (vars, offset)
+  std::shared_ptr<Buffer> sizes;
+  std::vector<std::pair<std::shared_ptr<const std::vector<ir::NodeRef>>, int64_t>> sizes_at;
   std::vector<std::function<void()>> host_effects;
   std::shared_ptr<Buffer> arena;  // every schedule's arena: their values do not outlive their schedule
   Device device;                  // where the step's kernels run
@@ -228,8 +296,14 @@ Replay prepare(Step&& st) {
   for (auto& s : st.slots)
     if (s.role == Role::Arena && (!r.arena || s.buffer->base->nbytes() > r.arena->nbytes()))
       r.arena = s.buffer->base;
+  int64_t sizes = 0;
+  for (auto& s : st.slots)
+    if (s.role == Role::Sizes) sizes += static_cast<int64_t>(s.vars->size());
+  if (sizes) r.sizes = std::make_shared<Buffer>(DType::I64, sizes, r.device);
+  sizes = 0;
   for (auto& s : st.slots) {
-    Replay::ReplaySlot rs{Replay::Kind::Fixed, s.input, s.state, nullptr, s.buffer->dtype, s.buffer->numel};
+    Replay::ReplaySlot rs{Replay::Kind::Fixed, s.input,         s.state,           nullptr,
+                          s.buffer->dtype,     s.buffer->numel, s.buffer->capacity};
     switch (s.role) {
       case Role::Input: rs.kind = Replay::Kind::Input; break;
       case Role::State: rs.kind = Replay::Kind::State; break;
@@ -239,8 +313,17 @@ Replay prepare(Step&& st) {
         rs.fixed = std::make_shared<Buffer>(r.arena, s.buffer->offset, rs.dtype, rs.numel);
         break;
       // fresh memory: the recorded buffer may still be read through the capture call's graphs
-      case Role::Scratch: rs.fixed = std::make_shared<Buffer>(rs.dtype, rs.numel, r.device); break;
-      case Role::Result: rs.kind = Replay::Kind::Fresh; break;
+      case Role::Scratch:
+        rs.fixed = std::make_shared<Buffer>(rs.dtype, rs.numel, r.device, rs.capacity);
+        break;
+      case Role::Result: rs.kind = Replay::Kind::Fresh, rs.dims = s.dims; break;
+      case Role::Sizes: {
+        auto n = static_cast<int64_t>(s.vars->size());
+        rs.fixed = std::make_shared<Buffer>(r.sizes, static_cast<size_t>(sizes) * 8, DType::I64, n);
+        r.sizes_at.emplace_back(s.vars, sizes);
+        sizes += n;
+        break;
+      }
     }
     r.slots.push_back(std::move(rs));
   }
@@ -248,6 +331,7 @@ Replay prepare(Step&& st) {
   r.publish = std::move(st.publish);
   r.outputs = std::move(st.outputs);
   r.inputs = std::move(st.inputs);
+  r.input_capacity = std::move(st.input_capacity);
   r.input_alias = std::move(st.input_alias);
   r.host_effects = std::move(st.host_effects);
   return r;
@@ -293,16 +377,32 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
     if (inputs.size() != r.inputs.size())
       throw Error("kiln.jit: the captured step takes " + std::to_string(r.inputs.size()) + " inputs, got " +
                   std::to_string(inputs.size()));
+    std::vector<ir::NodeRef> input_nodes;
     for (size_t i = 0; i < inputs.size(); i++) {
-      if (inputs[i].shape() != r.inputs[i].first || inputs[i].dtype() != r.inputs[i].second)
-        throw Error("kiln.jit: input " + std::to_string(i) + " is " +
-                    sig(inputs[i].shape(), inputs[i].dtype()) + ", the step was captured with " +
-                    sig(r.inputs[i].first, r.inputs[i].second) +
-                    ": a captured step has fixed shapes and dtypes (use another kiln::Jit, or reset())");
+      const Dims& dims = r.inputs[i].first;
+      const ir::NodeRef& n = inputs[i].node();
+      bool same = n->shape.size() == dims.size() && inputs[i].dtype() == r.inputs[i].second;
+      for (size_t d = 0; same && d < dims.size(); d++)
+        same = dims[d]->op == ir::Op::CONST ? n->shape[d] == dims[d]->ival() : ir::dim_expr(n, d) == dims[d];
+      if (!same)
+        throw Error("kiln.jit: input " + std::to_string(i) + " is " + dims_str(ir::dim_exprs(n)) + " " +
+                    to_string(inputs[i].dtype()) + ", the step was captured with " + dims_str(dims) + " " +
+                    to_string(r.inputs[i].second) +
+                    ": a captured step has fixed dtypes and shapes but for its symbolic dims (use another "
+                    "kiln::Jit, or reset())");
+      input_nodes.push_back(n);
       size_t a = r.input_alias[i];
       if (a != i && inputs[i].node()->buffer != inputs[a].node()->buffer)
         throw Error("kiln.jit: inputs " + std::to_string(a) + " and " + std::to_string(i) +
                     " were one tensor at capture and are two now: the captured step read them as one");
+    }
+    const ir::Bindings bound = ir::bind_vars(input_nodes);
+    if (r.sizes) {  // the kernels' symbolic sizes for these inputs
+      std::vector<int64_t> values(static_cast<size_t>(r.sizes->numel));
+      for (auto& [vars, at] : r.sizes_at)
+        for (size_t v = 0; v < vars->size(); v++)
+          values[static_cast<size_t>(at) + v] = ir::eval_index((*vars)[v], bound);
+      upload(*r.sizes, values.data());
     }
     runtime::Launcher& launcher = runtime::backend(r.device).launcher();
     std::vector<void*> ptrs(r.slots.size());
@@ -316,8 +416,10 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
           // a replay that keeps addresses (a CUDA graph) reads fixed ones: each call's inputs are
           // copied there first (a batch is small next to a step's work), so it is recorded once
           if (launcher.replay_keeps_addresses()) {
-            if (!s.fixed) s.fixed = std::make_shared<Buffer>(s.dtype, s.numel, r.device);
-            copy_buffer(*s.fixed, *in);
+            if (!s.fixed)
+              s.fixed = std::make_shared<Buffer>(s.dtype, in->numel, r.device, r.input_capacity[s.input]);
+            Buffer at(s.fixed, 0, in->dtype, in->numel);  // a symbolic input fills a prefix
+            copy_buffer(at, *in);
             ptrs[i] = s.fixed->data;
           }
           break;
@@ -327,9 +429,10 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
           for (auto& b : s.spare)
             if (b.use_count() == 1 && !fresh[i]) fresh[i] = b;  // only this list holds it
           if (!fresh[i]) {
-            fresh[i] = std::make_shared<Buffer>(s.dtype, s.numel, r.device);
+            fresh[i] = std::make_shared<Buffer>(s.dtype, s.numel, r.device, s.capacity);
             if (s.spare.size() < 3) s.spare.push_back(fresh[i]);
           }
+          if (!s.dims.empty()) fresh[i]->numel = numel_at(s.dims, bound);
           ptrs[i] = fresh[i]->data;
           break;
         }
@@ -351,18 +454,18 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
     }
     launcher.replay(r.launches, ptrs, r.launcher_state);
     stats().jit_replays++;
-    for (auto& [w, slot] : r.publish)
-      if (ImplRef impl = w.lock())
-        autograd::rebind(impl, frontend::buffer_node(fresh[static_cast<size_t>(slot)], impl->node->shape));
+    for (auto& p : r.publish)
+      if (ImplRef impl = p.impl.lock())
+        autograd::rebind(impl, node_at(fresh[static_cast<size_t>(p.slot)], p.dims, bound));
     for (auto& effect : r.host_effects) effect();
     std::vector<Tensor> outs;
-    for (auto& [slot, shape] : r.outputs) {
+    for (auto& [slot, dims] : r.outputs) {
       auto& s = r.slots[static_cast<size_t>(slot)];
       std::shared_ptr<Buffer> b = s.kind == Replay::Kind::Fresh   ? fresh[static_cast<size_t>(slot)]
                                   : s.kind == Replay::Kind::Fixed ? s.fixed
                                   : s.kind == Replay::Kind::Input ? inputs[s.input].node()->buffer
                                                                   : s.state.lock()->node->buffer;
-      outs.push_back(Tensor(frontend::buffer_node(b, shape)));
+      outs.push_back(Tensor(node_at(b, dims, bound)));
     }
     return outs;
   }
@@ -382,12 +485,15 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
       }
     realize(pending);
   }
-  // a step with symbolic sizes runs as it is recorded each call: its sizes' values are bound per
-  // realize, which a replay would not redo
-  if (rec.symbolic) return outs;
   std::vector<ImplRef> returned;
   for (auto& t : outs) returned.push_back(t.impl_);
   Step step = analyze(rec, inputs, returned, outs);
+  // a step whose symbolic sizes a replay could not bind runs as it is recorded at every call
+  if (!step.unbound.empty()) {
+    if (settings().debug >= 1 && s_->calls == 1)
+      std::fprintf(stderr, "kiln: jit: %s, so the step is not captured\n", step.unbound.c_str());
+    return outs;
+  }
   std::vector<std::string> described = step.describe();
   if (s_->previous) {
     std::optional<std::string> diff = first_difference(*s_->previous, described);

@@ -26,12 +26,9 @@ struct Recording : engine::LaunchObserver {
   std::vector<std::weak_ptr<Tensor::Impl>> realized;
   std::vector<std::function<void()>> host_effects;  // kiln::on_jit_replay: run again by each replay
 
-  bool symbolic = false;  // a launch read symbolic sizes: the step is not captured (see jit.cpp)
-
   void launched(const runtime::Launch& l, const std::vector<std::shared_ptr<Buffer>>& outputs,
                 const std::vector<std::shared_ptr<Buffer>>& inputs) override {
     launches.push_back({l, outputs, inputs});
-    symbolic |= l.symbolic;
   }
   // references to b in the launches and assignments recorded (to buffers, never their contents)
   long holds(const Buffer& b) const override {

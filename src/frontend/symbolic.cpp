@@ -25,7 +25,20 @@ Tensor Tensor::symbolic(int64_t d, const Var& v) const {
   sym.resize(shape().size());
   sym[static_cast<size_t>(k)] = ir::var(v.name(), v.min(), v.max());
   ir::note_value(sym[static_cast<size_t>(k)], size);
+  // a realized tensor stays realized (a kiln::Jit input, say): the mark over its buffer
+  if (n->op == ir::Op::BUFFER && n->buffer)
+    return Tensor(frontend::buffer_node(n->buffer, shape(), std::move(sym)));
   return Tensor(ir::make_sym(ir::Op::RESHAPE, dtype(), shape(), {n}, {}, std::move(sym)));
+}
+
+std::optional<Var> Tensor::var_of(int64_t d) const {
+  int64_t k = frontend::norm_dim("var_of", d, dim());
+  const ir::NodeRef& n = node();
+  if (static_cast<size_t>(k) >= n->sym.size() || !n->sym[static_cast<size_t>(k)] ||
+      n->sym[static_cast<size_t>(k)]->op != ir::Op::VAR)
+    return std::nullopt;
+  const ir::Node& v = *n->sym[static_cast<size_t>(k)];
+  return Var(ir::var_name(v), v.arg[1], v.arg[2]);
 }
 
 }  // namespace kiln

@@ -40,8 +40,8 @@ void compute(const std::vector<Tensor>& ts) {
 // differentiate through it: then the realized node keeps its graph and its buffer).
 void bind_to_buffer(const std::shared_ptr<Tensor::Impl>& impl) {
   NodeRef& n = impl->node;
-  if (n->op != ir::Op::BUFFER && !autograd::graph_requires_grad(n))
-    n = frontend::buffer_node(n->buffer, n->shape);
+  if (!frontend::is_buffer_node(*n) && !autograd::graph_requires_grad(n))
+    n = frontend::buffer_node(n->buffer, n->shape, n->sym);
   if (impl->leaf && n->op == ir::Op::BUFFER) autograd::register_leaf(impl);  // after assign_
   if (jit::Recording* r = jit::active()) r->realized.push_back(impl);
 }
@@ -88,6 +88,17 @@ NodeRef frontend::buffer_node(const std::shared_ptr<Buffer>& b, const Shape& s) 
   n->buffer = b;
   return n;
 }
+NodeRef frontend::buffer_node(const std::shared_ptr<Buffer>& b, const Shape& s, std::vector<NodeRef> sym) {
+  NodeRef n = buffer_node(b, s);
+  if (std::none_of(sym.begin(), sym.end(), [](const NodeRef& e) { return e != nullptr; })) return n;
+  NodeRef mark = ir::make_sym(ir::Op::RESHAPE, b->dtype, s, {n}, {}, std::move(sym));
+  ir::set_buffer(*mark, b);
+  return mark;
+}
+bool frontend::is_buffer_node(const ir::Node& n) {
+  return n.op == ir::Op::BUFFER || (n.op == ir::Op::RESHAPE && n.buffer && n.src[0]->op == ir::Op::BUFFER &&
+                                    n.src[0]->buffer == n.buffer);
+}
 using frontend::buffer_node;
 
 void realize(const std::vector<Tensor>& wanted) {
@@ -96,7 +107,7 @@ void realize(const std::vector<Tensor>& wanted) {
   std::vector<Tensor> ts = wanted;
   for (auto& c : checks) ts.push_back(c.ok);
   bool lazy =
-      std::any_of(ts.begin(), ts.end(), [](const Tensor& t) { return t.node()->op != ir::Op::BUFFER; });
+      std::any_of(ts.begin(), ts.end(), [](const Tensor& t) { return !frontend::is_buffer_node(*t.node()); });
   if (!lazy) return frontend::verify(checks);
   compute(ts);
   for (auto& t : ts) bind_to_buffer(t.impl_);

@@ -27,8 +27,12 @@ std::vector<Tensor> take_backward_roots();
 }  // namespace autograd
 
 namespace frontend {
-// The BUFFER node of a realized value.
+// The BUFFER node of a realized value; with symbolic dims (ir/symbolic.h: one entry a dim, null
+// where concrete), a mark of them over it, realized too, so the dims stay symbolic downstream.
 ir::NodeRef buffer_node(const std::shared_ptr<Buffer>& b, const Shape& s);
+ir::NodeRef buffer_node(const std::shared_ptr<Buffer>& b, const Shape& s, std::vector<ir::NodeRef> sym);
+// Whether n is realized as a tensor's node: a BUFFER, or a mark of symbolic dims over one.
+bool is_buffer_node(const ir::Node& n);
 // A realized copy of t's values in a buffer of its own on t's device (copied there, not through the
 // host), with no gradient: a BUFFER node no other tensor has, whatever values it holds.
 Tensor own_copy(const Tensor& t);

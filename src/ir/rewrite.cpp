@@ -7,7 +7,10 @@ NodeRef with_src(const NodeRef& n, std::vector<NodeRef> new_src) {
   bool same = new_src.size() == n->src.size();
   for (size_t i = 0; same && i < new_src.size(); i++) same = new_src[i].get() == n->src[i].get();
   if (same) return n;
-  NodeRef r = make(n->op, n->dtype, n->shape, std::move(new_src), n->arg, n->fval);
+  // the same dims: symbolic ones stay so (a Tensor::symbolic mark over a rewritten source, say)
+  NodeRef r = n->sym.empty()
+                  ? make(n->op, n->dtype, n->shape, std::move(new_src), n->arg, n->fval)
+                  : make_sym(n->op, n->dtype, n->shape, std::move(new_src), n->arg, n->sym, n->fval);
   if (n->op == Op::BUFFER) r->buffer = n->buffer;
   return r;
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <mutex>
 #include <optional>
 
@@ -149,6 +150,10 @@ NodeRef var(const std::string& name, int64_t min, int64_t max) {
   if (name.empty() || min < 0 || min > max)
     throw Error("kiln.Var: a variable needs a name and bounds 0 <= min <= max, got \"" + name + "\" [" +
                 std::to_string(min) + ", " + std::to_string(max) + "]");
+  // kernel names carry it (r_B_768): letters, digits and _
+  if (!std::all_of(name.begin(), name.end(),
+                   [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
+    throw Error("kiln.Var: a variable's name is letters, digits and _, got \"" + name + "\"");
   int64_t id = name_id(name);
   {
     std::lock_guard<std::mutex> l(names().mu);
@@ -282,6 +287,30 @@ Bindings bind_vars(const std::vector<NodeRef>& nodes) {
                     dim_label(n->sym[d]) + " = " + std::to_string(eval_index(n->sym[d], b)) +
                     ", not its size " + std::to_string(n->shape[d]));
   return b;
+}
+
+namespace {
+int64_t largest(const NodeRef& e) {
+  switch (e->op) {
+    case Op::CONST: return e->ival();
+    case Op::VAR: return e->arg[2];
+    case Op::ADD: return largest(e->src[0]) + largest(e->src[1]);
+    case Op::MUL: return largest(e->src[0]) * largest(e->src[1]);
+    case Op::MAX: return std::max(largest(e->src[0]), largest(e->src[1]));
+    default: throw Error("kiln.symbolic: cannot bound the size " + e->str());
+  }
+}
+}  // namespace
+
+int64_t capacity(const Node& n) {
+  if (n.sym.empty()) return n.numel();
+  int64_t total = 1;
+  for (size_t d = 0; d < n.shape.size(); d++) {
+    int64_t size = d < n.sym.size() && n.sym[d] ? largest(n.sym[d]) : n.shape[d];
+    if (__builtin_mul_overflow(total, size, &total))
+      throw Error("kiln.symbolic: the largest size of a " + shape_str(n.shape) + " tensor overflows int64");
+  }
+  return total;
 }
 
 std::vector<NodeRef> vars_of(const NodeRef& ast) {

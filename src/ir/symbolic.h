@@ -42,6 +42,10 @@ using Bindings = std::unordered_map<const Node*, int64_t>;
 Bindings bind_vars(const std::vector<NodeRef>& nodes);
 // An I64 expression's value with VARs bound.
 int64_t eval_index(const NodeRef& e, const Bindings& b);
+// Elements of n with each symbolic dim at its largest value (its variables at their upper bounds):
+// what a buffer must hold to serve every binding. n's numel when none is symbolic.
+int64_t capacity(const Node& n);
+
 // The VARs an AST reads, in a canonical order (the slots of the launch's values: see linearize).
 std::vector<NodeRef> vars_of(const NodeRef& ast);
 // "T", "BxT", "1024": a loop's trip count in kernel names.

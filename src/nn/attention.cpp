@@ -66,6 +66,10 @@ Tensor MultiheadAttentionImpl::forward(const Tensor& x, const Tensor& mask, KVCa
                          std::to_string(H) + ", max_len >= " + std::to_string(T) + ", " + std::to_string(D) +
                          ") for input " + shape_str(x.shape()) + ", got " +
                          (c->defined() ? shape_str(c->shape()) : "an undefined tensor"));
+    if (!mask.defined() || mask.dim() != 4 || mask.size(3) > cache->k.size(2))
+      module_error("MultiheadAttention", "expected a mask (B, H, T, Tk) over at most the cache's " +
+                                             std::to_string(cache->k.size(2)) + " columns, got " +
+                                             (mask.defined() ? shape_str(mask.shape()) : "none"));
     if (!cols.defined() || cols.shape() != Shape{T} || !is_int(cols.dtype()))
       module_error("MultiheadAttention",
                    "expected integer cache columns of shape (" + std::to_string(T) + "), got " +
@@ -80,6 +84,11 @@ Tensor MultiheadAttentionImpl::forward(const Tensor& x, const Tensor& mask, KVCa
     cache->k.index_copy_(2, cols, k.to(cache->k.dtype()));
     cache->v.index_copy_(2, cols, v.to(cache->v.dtype()));
     k = cache->k, v = cache->v;
+    // the filled prefix: the mask's columns, as symbolic as the mask's
+    if (int64_t Tk = mask.size(3); Tk < k.size(2)) {
+      k = k.slice(2, 0, Tk), v = v.slice(2, 0, Tk);
+      if (std::optional<Var> len = mask.var_of(3)) k = k.symbolic(2, *len), v = v.symbolic(2, *len);
+    }
   }
   F::AttentionOptions o = attention_options();
   o.is_causal = false;

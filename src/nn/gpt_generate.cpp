@@ -80,12 +80,13 @@ Tensor draw_tokens(const Tensor& logits, double temperature, std::optional<int64
 }  // namespace
 
 Tensor GPTImpl::window_logits(const Tensor& idx, const Tensor& pad, const Tensor& cols,
-                              std::vector<KVCache>* caches) const {
-  int64_t B = idx.size(0), T = idx.size(1), Tk = caches ? caches->front().k.size(2) : T;
+                              std::vector<KVCache>* caches, const Tensor& keys) const {
+  int64_t B = idx.size(0), T = idx.size(1);
   Tensor pos = (cols.reshape({1, T}) - pad.reshape({B, 1})).clamp(0.0);  // positions within each row
   // query t sees the keys up to its column that belong to its row; a padding column sees itself,
   // so no softmax row is empty
-  Tensor j = arange(Tk).reshape({1, 1, 1, Tk}), c = cols.reshape({1, 1, T, 1}), p = pad.reshape({B, 1, 1, 1});
+  Tensor j = keys.defined() ? keys.unsqueeze(0).unsqueeze(0).unsqueeze(0) : arange(T).reshape({1, 1, 1, T}),
+         c = cols.reshape({1, 1, T, 1}), p = pad.reshape({B, 1, 1, 1});
   Tensor mask = (j <= c) & ((j >= p) | (j == c));
   Tensor x = drop(wte(idx) + wpe(pos));
   for (size_t i = 0; i < h->size(); i++)
@@ -155,13 +156,21 @@ Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, const Gener
   };
   // The one-token step with the cache and the draw, captured once two of its calls record the same
   // step (its second call) and replayed after that: the same launches (on CUDA one graph) each
-  // token, with no graph to build or schedule; the draw's key is an input. Not with dropout at
-  // work: its random draws differ from call to call.
+  // token, with no graph to build or schedule; the draw's key is an input. It attends over the
+  // filled columns only, a symbolic length given by the shape of its input `keys` (0, ..., T - 1),
+  // so one captured step serves every length. Not with dropout at work: its random draws differ
+  // from call to call.
+  const Var filled("filled", 1, L);
+  auto keys = [&](int64_t T) {
+    std::vector<int64_t> v(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; t++) v[static_cast<size_t>(t)] = t;
+    return on_device(v, {T}, dev).symbolic(0, filled);
+  };
   std::optional<Jit> decode;
   if (o.jit && !(is_training() && config_.dropout > 0))
     decode.emplace([&](const std::vector<Tensor>& in) {
-      return logits_and_tokens(window_logits(in[0].clamp(0.0), pad_t, in[1], &caches),
-                               device_draw ? in[2] : Tensor());
+      return logits_and_tokens(window_logits(in[0].clamp(0.0), pad_t, in[1], &caches, in[2]),
+                               device_draw ? in[3] : Tensor());
     });
   // Drawn tokens not yet read back: reading them is a wait for the device, so they are read only
   // where the host needs them (the stop token, the window past block_size, the end).
@@ -192,17 +201,18 @@ Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, const Gener
     if (o.use_cache && T <= L && !caches.empty()) {  // one token at column T - 1
       Tensor col = on_device({T - 1}, {1}, dev);
       Tensor token = unread.empty() ? window(1) : last;
+      Tensor filled_keys = keys(T);
       if (decode)
-        outs = device_draw ? (*decode)({token, col, key}) : (*decode)({token, col});
+        outs = device_draw ? (*decode)({token, col, filled_keys, key}) : (*decode)({token, col, filled_keys});
       else
-        outs = logits_and_tokens(window_logits(token.clamp(0.0), pad_t, col, &caches), key);
+        outs = logits_and_tokens(window_logits(token.clamp(0.0), pad_t, col, &caches, filled_keys), key);
     } else if (o.use_cache && T <= L) {  // the prompt fills columns [0, T)
       int64_t H = config_.n_head, D = config_.n_embd / H;
       // zeros in buffers of their own, so that the prompt's columns are stored in place too
       Tensor zero = zeros({B, H, L, D}, {.dtype = wte->weight.dtype(), .device = dev});
       for (size_t i = 0; i < h->size(); i++) caches.push_back({detail::fresh(zero), detail::fresh(zero)});
-      outs = logits_and_tokens(
-          window_logits(window(T), pad_t, arange(T, {.dtype = DType::I64, .device = dev}), &caches), key);
+      Tensor cols = arange(T, {.dtype = DType::I64, .device = dev});
+      outs = logits_and_tokens(window_logits(window(T), pad_t, cols, &caches, cols), key);
     } else {  // the whole window again: the last W columns, fewer of them padding
       read_tokens();
       int64_t W = std::min(T, L), shift = T - W;

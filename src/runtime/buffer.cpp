@@ -2,6 +2,7 @@
 // element access on the host.
 #include "runtime/buffer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -16,17 +17,21 @@ namespace {
 std::atomic<int64_t> next_buffer_id{1};
 }  // namespace
 
-Buffer::Buffer(DType dtype_, int64_t numel_, Device device_)
-    : dtype(dtype_), numel(numel_), device(device_), id(next_buffer_id++) {
+Buffer::Buffer(DType dtype_, int64_t numel_, Device device_, int64_t capacity_)
+    : dtype(dtype_),
+      numel(numel_),
+      capacity(std::max(numel_, capacity_)),
+      device(device_),
+      id(next_buffer_id++) {
   if (numel < 0) throw Error("Buffer: negative size " + std::to_string(numel));
-  if (static_cast<uint64_t>(numel) > (SIZE_MAX - 63) / dtype_size(dtype))
-    throw Error("Buffer: " + std::to_string(numel) + " elements of " + to_string(dtype) +
+  if (static_cast<uint64_t>(capacity) > (SIZE_MAX - 63) / dtype_size(dtype))
+    throw Error("Buffer: " + std::to_string(capacity) + " elements of " + to_string(dtype) +
                 " are more bytes than memory can address");
   runtime::Backend& b = runtime::backend(device);
   try {
-    data = b.allocate(nbytes());
+    data = b.allocate(capacity_bytes());
   } catch (const Error& e) {
-    throw Error(std::string(e.what()) + " (" + std::to_string(numel) + " elements of " + to_string(dtype) +
+    throw Error(std::string(e.what()) + " (" + std::to_string(capacity) + " elements of " + to_string(dtype) +
                 ")");
   }
 }
@@ -34,14 +39,15 @@ Buffer::Buffer(DType dtype_, int64_t numel_, Device device_)
 Buffer::Buffer(std::shared_ptr<Buffer> base_, size_t offset_, DType dtype_, int64_t numel_)
     : dtype(dtype_),
       numel(numel_),
+      capacity(numel_),
       device(base_->device),
       id(next_buffer_id++),
       base(std::move(base_)),
       offset(offset_) {
-  if (numel < 0 || offset + nbytes() > base->nbytes())
+  if (numel < 0 || offset + nbytes() > base->capacity_bytes())
     throw Error("Buffer: a view of " + std::to_string(nbytes()) + " bytes at offset " +
-                std::to_string(offset) + " does not fit its base of " + std::to_string(base->nbytes()) +
-                " bytes");
+                std::to_string(offset) + " does not fit its base of " +
+                std::to_string(base->capacity_bytes()) + " bytes");
   data = static_cast<char*>(base->data) + offset;
 }
 
@@ -49,7 +55,7 @@ int64_t Buffer::next_id() { return next_buffer_id.load(); }
 
 Buffer::~Buffer() {
   if (base) return;  // a view: its base owns the memory
-  runtime::backend(device).free(data, nbytes());
+  runtime::backend(device).free(data, capacity_bytes());
 }
 
 void copy_buffer(Buffer& dst, const Buffer& src) {

@@ -10,7 +10,9 @@
 namespace kiln {
 
 struct Buffer {
-  Buffer(DType dtype, int64_t numel, Device device = Device::cpu());
+  // capacity: elements the memory holds, when more than numel (a symbolic size's largest value:
+  // a captured step replays into the buffer at other sizes, engine/memory.cpp)
+  Buffer(DType dtype, int64_t numel, Device device = Device::cpu(), int64_t capacity = 0);
   // A view of numel elements at byte `offset` of `base` (an arena of the memory plan): it shares
   // the base's memory and keeps the base alive; the base's allocator frees it.
   Buffer(std::shared_ptr<Buffer> base, size_t offset, DType dtype, int64_t numel);
@@ -20,6 +22,7 @@ struct Buffer {
 
   DType dtype;
   int64_t numel;
+  int64_t capacity;  // >= numel
   Device device;
   void* data = nullptr;          // host pointer on CPU, device address on CUDA
   int64_t id;                    // unique, names the BUFFER node; later buffers have larger ids
@@ -27,6 +30,7 @@ struct Buffer {
   size_t offset = 0;             // of a view, in bytes
   static int64_t next_id();      // the id the next buffer will get
   size_t nbytes() const { return static_cast<size_t>(numel) * dtype_size(dtype); }
+  size_t capacity_bytes() const { return static_cast<size_t>(capacity) * dtype_size(dtype); }
   // A copy on another device (or the same one).
   std::shared_ptr<Buffer> to(Device d) const;
   // element k as double / int64 (host buffers only: the interpreter and printing)

@@ -28,7 +28,9 @@ struct Launch {
   size_t nargs = 0;           // the program's parameters (one buffer each)
   int64_t scratch_bytes = 0;  // CPU: a per-thread scratch the launcher passes after the nargs buffers
   codegen::CudaLaunch cuda;   // CUDA: how the kernel maps onto threads
-  bool symbolic = false;      // its last argument holds symbolic sizes bound for this realize
+  // Symbolic sizes: the VARs whose values its last argument holds, in slot order (ir::vars_of), else
+  // null. A replay at other values writes that argument again (kiln::Jit).
+  std::shared_ptr<const std::vector<ir::NodeRef>> vars;
   // A symbolic outer loop: its trip count from the arguments (at most outer_size), else null.
   std::function<int64_t(void* const* args)> outer_extent;
   // A matmul the backend's GEMM library runs instead of the program (which stays the fallback); its

@@ -5,6 +5,8 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "ir/symbolic.h"
+
 namespace kiln::schedule {
 
 namespace {
@@ -48,7 +50,8 @@ ArenaPlan plan_arena(const std::vector<LiveRange>& ranges, size_t alignment) {
   return plan;
 }
 
-MemoryPlan plan_memory(const Schedule& s, const std::unordered_set<const ir::Node*>& survivors) {
+MemoryPlan plan_memory(const Schedule& s, const std::unordered_set<const ir::Node*>& survivors,
+                       bool at_capacity) {
   MemoryPlan plan;
   plan.offset.resize(s.kernels.size());
   std::unordered_map<const ir::Node*, size_t> range_of;  // planned node -> index in ranges
@@ -65,8 +68,9 @@ MemoryPlan plan_memory(const Schedule& s, const std::unordered_set<const ir::Nod
       if (survivors.count(n.get()) || (o == 0 && kern.in_place))
         continue;  // the latter: no memory of its own
       range_of[n.get()] = ranges.size();
-      ranges.push_back({static_cast<int64_t>(k), static_cast<int64_t>(k),
-                        static_cast<size_t>(n->numel()) * dtype_size(n->dtype)});
+      ranges.push_back(
+          {static_cast<int64_t>(k), static_cast<int64_t>(k),
+           static_cast<size_t>(at_capacity ? ir::capacity(*n) : n->numel()) * dtype_size(n->dtype)});
       slot.push_back({k, o});
     }
   }

@@ -38,7 +38,9 @@ struct MemoryPlan {
 
 // Plans every kernel output that is not in `survivors` (the roots, and outputs something may read
 // after the schedule: see engine/survivors.h) into the arena, but for in-place outputs
-// (Kernel::in_place), which are the buffers they update.
-MemoryPlan plan_memory(const Schedule& s, const std::unordered_set<const ir::Node*>& survivors);
+// (Kernel::in_place), which are the buffers they update. at_capacity: symbolic outputs get room for
+// their largest size (ir::capacity), so the plan holds for every binding.
+MemoryPlan plan_memory(const Schedule& s, const std::unordered_set<const ir::Node*>& survivors,
+                       bool at_capacity = false);
 
 }  // namespace kiln::schedule

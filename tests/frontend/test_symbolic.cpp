@@ -107,6 +107,7 @@ TEST(Symbolic, BadBindingsAreErrors) {
   EXPECT_NE(error_of([&] { x.symbolic(0, B); }).find("outside B's bounds [2, 8]"), std::string::npos);
   EXPECT_NE(error_of([&] { Var("", 1, 2); }).find("needs a name"), std::string::npos);
   EXPECT_NE(error_of([&] { Var("Z", 5, 2); }).find("bounds"), std::string::npos);
+  EXPECT_NE(error_of([&] { Var("a.b", 1, 2); }).find("letters, digits and _"), std::string::npos);
   // one variable standing for two sizes in one graph
   Tensor a = random_tensor({3, 2}, DType::F32, -1, 1, 2).symbolic(0, B);
   Tensor b = random_tensor({4, 2}, DType::F32, -1, 1, 3).symbolic(0, B);

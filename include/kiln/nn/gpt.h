@@ -87,9 +87,10 @@ class GPTImpl : public Module {
  private:
   // The last column's logits (B, V) of tokens idx (B, T) (padding holding valid ids), whose rows
   // are left-padded by pad ((B,) i64) and sit at window columns cols ((T,) i64); keys are idx's
-  // own, or with caches the cache's.
-  Tensor window_logits(const Tensor& idx, const Tensor& pad, const Tensor& cols,
-                       std::vector<KVCache>* caches) const;
+  // own, or with caches the cache's columns `keys` ((Tk,) i64: 0, 1, ..., Tk - 1, the filled
+  // prefix; symbolic while decoding).
+  Tensor window_logits(const Tensor& idx, const Tensor& pad, const Tensor& cols, std::vector<KVCache>* caches,
+                       const Tensor& keys = {}) const;
   GPTConfig config_;
 };
 KILN_MODULE(GPT);

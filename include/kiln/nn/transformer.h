@@ -31,7 +31,9 @@ class MultiheadAttentionImpl : public Module {
   // Self-attention of x (B, T, E) under `mask` (bool, broadcasting to (B, num_heads, T, Tk); true:
   // the key takes part; `causal` is not applied). Without a cache the keys are x's own (Tk = T).
   // With one, x's keys and values are first written into the cache's columns `cols` ((T,) i64, a
-  // tensor: where they go is data, not shape) and the queries attend over all Tk = max_len columns.
+  // tensor: where they go is data, not shape) and the queries attend over the cache's first
+  // Tk = mask.size(-1) columns (the filled prefix; a symbolic length where the mask's is, so one
+  // set of kernels serves every length).
   Tensor forward(const Tensor& x, const Tensor& mask, KVCache* cache, const Tensor& cols) const;
   int64_t embed_dim, num_heads;
   bool causal;
