@@ -296,9 +296,11 @@ Replay prepare(Step&& st) {
   for (auto& s : st.slots)
     if (s.role == Role::Arena && (!r.arena || s.buffer->base->nbytes() > r.arena->nbytes()))
       r.arena = s.buffer->base;
+  // each kernel's sizes at a 32-byte boundary (a kernel may check its arguments' alignment)
+  auto room = [](const Slot& s) { return (static_cast<int64_t>(s.vars->size()) + 3) / 4 * 4; };
   int64_t sizes = 0;
   for (auto& s : st.slots)
-    if (s.role == Role::Sizes) sizes += static_cast<int64_t>(s.vars->size());
+    if (s.role == Role::Sizes) sizes += room(s);
   if (sizes) r.sizes = std::make_shared<Buffer>(DType::I64, sizes, r.device);
   sizes = 0;
   for (auto& s : st.slots) {
@@ -321,7 +323,7 @@ Replay prepare(Step&& st) {
         auto n = static_cast<int64_t>(s.vars->size());
         rs.fixed = std::make_shared<Buffer>(r.sizes, static_cast<size_t>(sizes) * 8, DType::I64, n);
         r.sizes_at.emplace_back(s.vars, sizes);
-        sizes += n;
+        sizes += room(s);
         break;
       }
     }
