@@ -39,9 +39,9 @@ NodeRef dot_lanes(const NodeRef& ast, int vector_bytes, std::vector<std::string>
   // the row, is computed once per row before that loop, which lanes would prevent)
   for (auto& r : g)
     if (!moves_with(red->src[0], r)) return ast;
-  // rows: the innermost output loop whose size kDotRows or a smaller power of two
-  // divides (each row's accumulators are independent chains of fused multiply-adds; the loads that
-  // do not move with the rows are shared by them)
+  // rows: the innermost output loop whose size kDotRows or a smaller power of two divides, else the
+  // innermost one, padded to a multiple of kDotRows (each row's accumulators are independent chains of
+  // fused multiply-adds; the loads that do not move with the rows are shared by them)
   std::sort(g.begin(), g.end(), [](auto& a, auto& b) { return a->arg[0] < b->arg[0]; });
   NodeRef rows;
   int64_t nrows = 1;
@@ -50,6 +50,9 @@ NodeRef dot_lanes(const NodeRef& ast, int vector_bytes, std::vector<std::string>
     for (int64_t c = kDotRows; c >= 2 && !rows; c /= 2)
       if (g[i]->arg[1] % c == 0) rows = g[i], nrows = c;
   }
+  bool padded = false;
+  if (!rows && !g.empty() && !ir::is_symbolic_range(*g.back()) && g.back()->arg[1] > kDotRows)
+    rows = g.back(), nrows = kDotRows, padded = true;
   // k = outer * v + lane: the lane is one of the sum's own loops (linearize keeps an accumulator per
   // lane and adds the lanes up after the loop)
   NodeRef outer = ir::range(k->arg[0], k->arg[1] / v, true);
@@ -61,13 +64,29 @@ NodeRef dot_lanes(const NodeRef& ast, int vector_bytes, std::vector<std::string>
   NodeRef cur =
       ir::substitute(ast, {{red.get(), ir::make(Op::REDUCE, red->dtype, red->shape, src, red->arg)}});
   log.push_back("DOT " + std::to_string(v));
-  if (rows) {
-    NodeRef r_outer = ir::range_of_kind(rows->arg[0], rows->arg[1] / nrows, ir::kGlobalRange);
-    NodeRef r_lane = ir::range_of_kind(uid, nrows, ir::kUpcastRange);
-    cur = ir::substitute(cur, {{rows.get(), r_outer * nrows + r_lane}});
-    log.push_back("UPCAST " + std::to_string(nrows));
+  if (!rows) return ir::simplify(cur);
+  const int64_t n = rows->arg[1];
+  NodeRef r_outer = ir::range_of_kind(rows->arg[0], (n + nrows - 1) / nrows, ir::kGlobalRange);
+  NodeRef r_lane = ir::range_of_kind(uid, nrows, ir::kUpcastRange), row = r_outer * nrows + r_lane;
+  log.push_back("UPCAST " + std::to_string(nrows));
+  if (!padded) return ir::simplify(ir::substitute(cur, {{rows.get(), row}}));
+  // the rows past the end read the last row again (a load at a clamped index stays a plain vector
+  // load, where a masked one would not) and store nothing
+  NodeRef inside = ir::lt(row, n);
+  NodeRef clamped = ir::make(Op::WHERE, DType::I64, {}, {inside, row, ir::const_int(n - 1)});
+  cur = ir::substitute(cur, {{rows.get(), clamped}});
+  std::vector<NodeRef> stores;
+  for (auto& st : cur->src) {
+    if (st->op != Op::STORE || !moves_with(st, r_lane)) {
+      stores.push_back(st);
+      continue;
+    }
+    std::vector<NodeRef> ssrc(st->src.begin(), st->src.begin() + 3);
+    ssrc.push_back(ir::land(st->src.size() > 3 ? st->src[3] : nullptr, inside));
+    stores.push_back(ir::make(Op::STORE, st->dtype, st->shape, ssrc, st->arg));
   }
-  return ir::simplify(cur);
+  log.push_back("PAD_ROWS " + std::to_string(n) + "->" + std::to_string(r_outer->arg[1] * nrows));
+  return ir::simplify(ir::make(cur->op, cur->dtype, cur->shape, stores, cur->arg));
 }
 
 }  // namespace kiln::codegen

@@ -72,7 +72,10 @@ ir::NodeRef upcast_reduce_output(const ir::NodeRef& ast, RegisterTile tile, std:
 // kDotRows rows of the innermost output loop it moves with become unrolled lanes: kDotRows
 // independent chains of vector fused multiply-adds that share the loads that do not move with the
 // rows (a vector of x for 8 rows of w; a vector of w for 8 rows of x), where one chain waited on the
-// last add of each row. Only for one float sum of at least kDotMinVectors vectors.
+// last add of each row. Where no power of two up to kDotRows divides the innermost output loop (an
+// odd vocabulary), that loop is padded to a multiple of kDotRows (PAD_ROWS): the rows past its end
+// read its last row again (clamped indices keep the loads plain vector loads) and store nothing.
+// Only for one float sum of at least kDotMinVectors vectors that moves with every output loop.
 constexpr int64_t kDotRows = 8, kDotMinVectors = 4;
 ir::NodeRef dot_lanes(const ir::NodeRef& ast, int vector_bytes, std::vector<std::string>& log);
 // The CPU's threads split a kernel's outermost output loop; while it has fewer than

@@ -31,16 +31,24 @@ Tensor linear(const Tensor& x, const Tensor& w) { return x.matmul(w.transpose(0,
 }  // namespace
 
 // One row of x (a decoding step): the sum over k in 8 lanes, 8 rows of w at once where 8 divides
-// them, fewer (4, 2) or none otherwise (an odd vocabulary).
+// them, fewer (4, 2) where those do; otherwise 8, the rows padded (an odd vocabulary): the rows past
+// the end read the last row and store nothing.
 TEST(DotLanes, MatrixVectorProducts) {
-  for (auto [n, rows] : std::vector<std::array<int64_t, 2>>{{48, 8}, {36, 4}, {10, 2}, {37, 0}}) {
+  for (auto [n, rows] :
+       std::vector<std::array<int64_t, 2>>{{48, 8}, {36, 4}, {10, 2}, {37, 8}, {9, 8}, {5, 0}}) {
     Tensor y = linear(rand({1, 64}, 1), rand({n, 64}, 2));
     std::string opts = opts_of(lower_last(y));
     EXPECT_NE(opts.find("DOT 8 "), std::string::npos) << n << ": " << opts;
     EXPECT_EQ(opts.find("UPCAST " + std::to_string(rows) + " ") != std::string::npos, rows != 0)
         << n << ": " << opts;
+    EXPECT_EQ(opts.find("PAD_ROWS") != std::string::npos, n % 2 != 0 && n > 8) << n << ": " << opts;
     EXPECT_TRUE(expect_matches_reference(y, 1e-5, 1e-5)) << n;
   }
+  // a bias and an epilogue on padded rows
+  Tensor w = rand({37, 64}, 3), b = rand({37}, 4);
+  Tensor z = (linear(rand({1, 64}, 5), w) + b).relu();
+  EXPECT_NE(opts_of(lower_last(z)).find("PAD_ROWS 37->40"), std::string::npos);
+  EXPECT_TRUE(expect_matches_reference(z, 1e-5, 1e-5));
 }
 
 // A few rows of x (a batch of sequences decoding): the rows of x are the lanes, sharing each vector
