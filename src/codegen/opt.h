@@ -75,8 +75,10 @@ ir::NodeRef upcast_reduce_output(const ir::NodeRef& ast, RegisterTile tile, std:
 // last add of each row. Where no power of two up to kDotRows divides the innermost output loop (an
 // odd vocabulary), that loop is padded to a multiple of kDotRows (PAD_ROWS): the rows past its end
 // read its last row again (clamped indices keep the loads plain vector loads) and store nothing.
-// Only for one float sum of at least kDotMinVectors vectors that moves with every output loop.
-constexpr int64_t kDotRows = 8, kDotMinVectors = 4;
+// Only for one float sum of at least kDotMinVectors vectors that moves with every output loop: in a
+// shorter one adding the lanes up costs about what the loop does (attention scores over a head of 64,
+// one query against a cache of keys, took 1.4x as long with the lanes; bench/RESULTS.md).
+constexpr int64_t kDotRows = 8, kDotMinVectors = 16;
 ir::NodeRef dot_lanes(const ir::NodeRef& ast, int vector_bytes, std::vector<std::string>& log);
 // The CPU's threads split a kernel's outermost output loop; while it has fewer than
 // kStepsPerThread steps a thread, it is merged with the next output loop (thread_loops.cpp).

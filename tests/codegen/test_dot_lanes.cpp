@@ -36,7 +36,7 @@ Tensor linear(const Tensor& x, const Tensor& w) { return x.matmul(w.transpose(0,
 TEST(DotLanes, MatrixVectorProducts) {
   for (auto [n, rows] :
        std::vector<std::array<int64_t, 2>>{{48, 8}, {36, 4}, {10, 2}, {37, 8}, {9, 8}, {5, 0}}) {
-    Tensor y = linear(rand({1, 64}, 1), rand({n, 64}, 2));
+    Tensor y = linear(rand({1, 128}, 1), rand({n, 128}, 2));
     std::string opts = opts_of(lower_last(y));
     EXPECT_NE(opts.find("DOT 8 "), std::string::npos) << n << ": " << opts;
     EXPECT_EQ(opts.find("UPCAST " + std::to_string(rows) + " ") != std::string::npos, rows != 0)
@@ -45,8 +45,8 @@ TEST(DotLanes, MatrixVectorProducts) {
     EXPECT_TRUE(expect_matches_reference(y, 1e-5, 1e-5)) << n;
   }
   // a bias and an epilogue on padded rows
-  Tensor w = rand({37, 64}, 3), b = rand({37}, 4);
-  Tensor z = (linear(rand({1, 64}, 5), w) + b).relu();
+  Tensor w = rand({37, 128}, 3), b = rand({37}, 4);
+  Tensor z = (linear(rand({1, 128}, 5), w) + b).relu();
   EXPECT_NE(opts_of(lower_last(z)).find("PAD_ROWS 37->40"), std::string::npos);
   EXPECT_TRUE(expect_matches_reference(z, 1e-5, 1e-5));
 }
@@ -55,16 +55,16 @@ TEST(DotLanes, MatrixVectorProducts) {
 // of w; odd counts of rows and columns.
 TEST(DotLanes, FewRowsOfX) {
   for (auto [m, n] : std::vector<std::array<int64_t, 2>>{{8, 40}, {3, 17}, {5, 1}, {2, 96}}) {
-    Tensor y = linear(rand({m, 96}, 3), rand({n, 96}, 4));
+    Tensor y = linear(rand({m, 160}, 3), rand({n, 160}, 4));
     EXPECT_NE(opts_of(lower_last(y)).find("DOT 8"), std::string::npos) << m << "x" << n;
     EXPECT_TRUE(expect_matches_reference(y, 1e-5, 1e-5)) << m << "x" << n;
   }
 }
 
-// Sums of fewer than 4 vectors, or not a whole number of vectors, are left alone; a sum long enough to
+// Sums of fewer than 16 vectors, or not a whole number of vectors, are left alone; a sum long enough to
 // be chunked (CHUNK_SUM) keeps its lanes inside each chunk.
 TEST(DotLanes, ShortUnevenAndChunkedSums) {
-  for (int64_t k : {24, 36, 100}) {
+  for (int64_t k : {24, 64, 100, 132}) {
     Tensor y = linear(rand({1, k}, 5), rand({16, k}, 6));
     EXPECT_EQ(opts_of(lower_last(y)).find("DOT"), std::string::npos) << k;
     EXPECT_TRUE(expect_matches_reference(y, 1e-5, 1e-5)) << k;
@@ -89,8 +89,8 @@ TEST(DotLanes, ShortUnevenAndChunkedSums) {
 // As in a transformer's decoding step: a layer norm computed in the product, bias and gelu after it;
 // attention scores of one query against a cache; f64 (4 lanes) and bf16 operands.
 TEST(DotLanes, FusedDecodingShapes) {
-  Tensor x = rand({1, 64}, 10), w = rand({24, 64}, 11), b = rand({24}, 12);
-  Tensor h = (linear(F::layer_norm(x, {64}, rand({64}, 13), rand({64}, 14)), w) + b).gelu(true);
+  Tensor x = rand({1, 128}, 10), w = rand({24, 128}, 11), b = rand({24}, 12);
+  Tensor h = (linear(F::layer_norm(x, {128}, rand({128}, 13), rand({128}, 14)), w) + b).gelu(true);
   EXPECT_NE(opts_of(lower_last(h)).find("DOT 8"), std::string::npos);
   EXPECT_TRUE(expect_matches_reference(h, 1e-5, 1e-5));
   Tensor q = rand({2, 3, 1, 32}, 15), k = rand({2, 3, 40, 32}, 16);
