@@ -35,6 +35,12 @@ class Linearizer {
 
   Program run(const NodeRef& ast) {
     std::vector<NodeRef> globals, segments;
+    // lanes that are loops of a sum (DOT: a vector of partial sums) are opened by that sum only
+    std::set<const Node*> sum_lanes;
+    for (auto& n : order_)
+      if (n->op == Op::REDUCE)
+        for (size_t i = 1; i < n->src.size(); i++)
+          if (n->src[i]->arg[2] == ir::kUpcastRange) sum_lanes.insert(n->src[i].get());
     for (auto& n : order_) {
       if (n->op == Op::DEFINE_GLOBAL) {
         size_t i = static_cast<size_t>(n->arg[0]);
@@ -43,7 +49,8 @@ class Linearizer {
       }
       if (n->op == Op::STORE) p_.written[static_cast<size_t>(n->src[0]->arg[0])] = true;
       if (n->op == Op::RANGE && n->arg[2] == ir::kGlobalRange) globals.push_back(n);
-      if (n->op == Op::RANGE && n->arg[2] == ir::kUpcastRange) lanes_.push_back(n);
+      if (n->op == Op::RANGE && n->arg[2] == ir::kUpcastRange && !sum_lanes.count(n.get()))
+        lanes_.push_back(n);
       if (n->op == Op::RANGE && n->arg[2] == ir::kSegmentRange) segments.push_back(n);
     }
     std::sort(lanes_.begin(), lanes_.end(), [](auto& a, auto& b) { return a->arg[0] < b->arg[0]; });
@@ -97,9 +104,9 @@ class Linearizer {
       // reduces first, each with its lanes inside its loops; then the stores, over the lanes
       for (auto& n : order_)
         if (n->op == Op::REDUCE && !inside_another_reduce(n)) emit(n);
-      open_lanes(outputs_);
+      open_lanes(outputs_, lanes_);
       for (auto& st : outputs_) emit(st);
-      close_lanes();
+      close_lanes(lanes_);
     } else {
       for (auto& st : outputs_) emit(st);
     }
@@ -174,20 +181,23 @@ class Linearizer {
   }
 
   // Opens the lane loops (outer lane first); before each, computes what the inner lanes do not move.
-  void open_lanes(const std::vector<NodeRef>& roots) {
+  // `summed`: lanes whose values are added into one accumulator (not a vector loop).
+  void open_lanes(const std::vector<NodeRef>& roots, const std::vector<NodeRef>& lanes,
+                  const std::set<const Node*>& summed = {}) {
     scopes_.emplace_back();
-    for (size_t i = 0; i < lanes_.size(); i++) {
+    for (size_t i = 0; i < lanes.size(); i++) {
       std::set<int64_t> inner;
-      for (size_t j = i; j < lanes_.size(); j++) inner.insert(lanes_[j]->arg[0]);
+      for (size_t j = i; j < lanes.size(); j++) inner.insert(lanes[j]->arg[0]);
       for (auto& r : roots) hoist(r, inner);
-      const NodeRef& l = lanes_[i];
-      memo_[l.get()] = add({Op::RANGE, DType::I64, {}, {l->arg[0], l->arg[1], ir::kUpcastRange, 0, 0}});
+      const NodeRef& l = lanes[i];
+      int64_t serial = summed.count(l.get()) ? 1 : 0;
+      memo_[l.get()] = add({Op::RANGE, DType::I64, {}, {l->arg[0], l->arg[1], ir::kUpcastRange, 0, serial}});
       scopes_.back().push_back(l.get());
       trips_ *= static_cast<double>(l->arg[1]);
     }
   }
-  void close_lanes() {
-    for (auto& l : lanes_) {
+  void close_lanes(const std::vector<NodeRef>& lanes) {
+    for (auto& l : lanes) {
       add({Op::ENDRANGE, DType::I64, {}, {}});
       trips_ /= static_cast<double>(l->arg[1]);
     }
@@ -246,6 +256,11 @@ class Linearizer {
   // open (hoisted out of an output loop it does not move with).
   void emit_reduce_group(const NodeRef& first) {
     std::vector<NodeRef> ranges(first->src.begin() + 1, first->src.end());
+    // lanes among its loops (DOT): a vector of partial sums, innermost, added up after the loops
+    std::vector<NodeRef> own_lanes;
+    for (auto& r : ranges)
+      if (r->arg[2] == ir::kUpcastRange) own_lanes.push_back(r);
+    std::erase_if(ranges, [](const NodeRef& r) { return r->arg[2] == ir::kUpcastRange; });
     // over an empty range a reduce is its identity and none of its body runs: none is emitted (a
     // load hoisted out of the loop would read an empty buffer)
     if (std::any_of(ranges.begin(), ranges.end(), [](const NodeRef& r) { return r->arg[1] == 0; })) {
@@ -262,31 +277,26 @@ class Linearizer {
       return std::any_of(lanes_.begin(), lanes_.end(),
                          [&](auto& l) { return deps_[red.get()].count(l->arg[0]) > 0; });
     };
-    const bool lanes = laned(first);
+    const bool out_lanes = laned(first), lanes = out_lanes || !own_lanes.empty();
+    std::vector<NodeRef> inner = out_lanes ? lanes_ : std::vector<NodeRef>{};
+    inner.insert(inner.end(), own_lanes.begin(), own_lanes.end());
     std::vector<NodeRef> group;
     for (auto& n : order_)
       if (n->op == Op::REDUCE && !memo_.count(n.get()) &&
-          std::vector<NodeRef>(n->src.begin() + 1, n->src.end()) == ranges &&
+          std::vector<NodeRef>(n->src.begin() + 1, n->src.end()) ==
+              std::vector<NodeRef>(first->src.begin() + 1, first->src.end()) &&
           std::includes(deps_[first.get()].begin(), deps_[first.get()].end(), deps_[n.get()].begin(),
                         deps_[n.get()].end()) &&
-          laned(n) == lanes)
+          laned(n) == out_lanes)
         group.push_back(n);
     std::set<int64_t> outside = rids;
-    if (lanes)
-      for (auto& l : lanes_) outside.insert(l->arg[0]);
+    for (auto& l : inner) outside.insert(l->arg[0]);
     // hoist: values inside the reduce that do not depend on its ranges are computed before the loop
     for (auto& red : group) hoist(red->src[0], outside);
     std::vector<int> accs;
     for (auto& red : group) {
       int ident = add(identity(static_cast<Op>(red->arg[0]), red->dtype));
-      std::vector<int64_t> arg{red->arg[0]};
-      if (lanes) {  // {op, lane count, (lane range id, lane size)...}
-        int64_t total = 1;
-        for (auto& l : lanes_) total *= l->arg[1];
-        arg.push_back(total);
-        for (auto& l : lanes_) arg.insert(arg.end(), {l->arg[0], l->arg[1]});
-      }
-      accs.push_back(add({Op::DEFINE_ACC, red->dtype, {ident}, arg}));
+      accs.push_back(add({Op::DEFINE_ACC, red->dtype, {ident}, acc_arg(red, inner)}));
     }
     double outer_trips = trips_;
     scopes_.emplace_back();
@@ -306,21 +316,48 @@ class Linearizer {
         if (n->op == Op::REDUCE && !memo_.count(n.get()) &&
             std::any_of(rids.begin(), rids.end(), [&](int64_t id) { return deps_[n.get()].count(id) > 0; }))
           emit(n);
-      open_lanes(srcs);
+      open_lanes(srcs, inner);
     }
     for (size_t i = 0; i < group.size(); i++) {
       int v = emit(group[i]->src[0]);
       add({static_cast<Op>(group[i]->arg[0]), group[i]->dtype, {accs[i], v}, {1}});
     }
-    if (lanes) close_lanes();
+    if (lanes) close_lanes(inner);
     for (size_t i = 0; i < ranges.size(); i++) add({Op::ENDRANGE, DType::I64, {}, {}});
     for (auto* n : scopes_.back()) memo_.erase(n);
     scopes_.pop_back();
     trips_ = outer_trips;
+    if (!own_lanes.empty()) {  // each sum's lanes added up into an accumulator of the output lanes
+      std::vector<NodeRef> outs = out_lanes ? lanes_ : std::vector<NodeRef>{};
+      std::set<const Node*> summed;
+      for (auto& l : own_lanes) summed.insert(l.get());
+      for (auto& acc : accs) {
+        const Inst partial = p_.insts[static_cast<size_t>(acc)];
+        int ident = add(identity(static_cast<Op>(partial.arg[0]), partial.dtype));
+        NodeRef red = group[static_cast<size_t>(&acc - accs.data())];
+        int total = add({Op::DEFINE_ACC, partial.dtype, {ident}, acc_arg(red, outs)});
+        open_lanes({}, inner, summed);
+        add({static_cast<Op>(partial.arg[0]), partial.dtype, {total, acc}, {1}});
+        close_lanes(inner);
+        acc = total;
+      }
+    }
     for (size_t i = 0; i < group.size(); i++) {
       memo_[group[i].get()] = accs[i];
       if (!scopes_.empty()) scopes_.back().push_back(group[i].get());
     }
+  }
+
+  // A DEFINE_ACC's arg for reduce red with an accumulator per lane of `lanes`: {op, lane count,
+  // (lane range id, lane size)...}, or {op} without lanes.
+  static std::vector<int64_t> acc_arg(const NodeRef& red, const std::vector<NodeRef>& lanes) {
+    std::vector<int64_t> arg{red->arg[0]};
+    if (lanes.empty()) return arg;
+    int64_t total = 1;
+    for (auto& l : lanes) total *= l->arg[1];
+    arg.push_back(total);
+    for (auto& l : lanes) arg.insert(arg.end(), {l->arg[0], l->arg[1]});
+    return arg;
   }
 
   // Whether every load in the reduces that moves with range r moves by one element per step: then

@@ -64,6 +64,22 @@ constexpr int64_t kMinTileCols = 4;
 // count). Measured in bench/RESULTS.md.
 RegisterTile register_tile(int vector_bytes);
 ir::NodeRef upcast_reduce_output(const ir::NodeRef& ast, RegisterTile tile, std::vector<std::string>& log);
+// DOT (dot_lanes.cpp, CPU): where no register tile applies because the large operand steps along
+// the sum, not along an output loop (x @ w.T with few rows of x: each output is a dot product of
+// contiguous rows, as in every matrix-vector product of a decoding step), the sum's one loop whose
+// loads all step by one element is split into (k / v, v) with the v lanes (a vector) as one more
+// loop of the REDUCE (kind kUpcastRange: an accumulator per lane, added up after the loop), and up to
+// kDotRows rows of the innermost output loop it moves with become unrolled lanes: kDotRows
+// independent chains of vector fused multiply-adds that share the loads that do not move with the
+// rows (a vector of x for 8 rows of w; a vector of w for 8 rows of x), where one chain waited on the
+// last add of each row. Where no power of two up to kDotRows divides the innermost output loop (an
+// odd vocabulary), that loop is padded to a multiple of kDotRows (PAD_ROWS): the rows past its end
+// read its last row again (clamped indices keep the loads plain vector loads) and store nothing.
+// Only for one float sum of at least kDotMinVectors vectors that moves with every output loop: in a
+// shorter one adding the lanes up costs about what the loop does (attention scores over a head of 64,
+// one query against a cache of keys, took 1.4x as long with the lanes; bench/RESULTS.md).
+constexpr int64_t kDotRows = 8, kDotMinVectors = 16;
+ir::NodeRef dot_lanes(const ir::NodeRef& ast, int vector_bytes, std::vector<std::string>& log);
 // The CPU's threads split a kernel's outermost output loop; while it has fewer than
 // kStepsPerThread steps a thread, it is merged with the next output loop (thread_loops.cpp).
 constexpr int64_t kStepsPerThread = 4;

@@ -75,6 +75,7 @@ Lowered lower(const NodeRef& ast, Target target, const DeviceLimits& limits) {
     }
     // register tiles for CPU vector units; on the GPU the threads of a block share the work instead
     if (target == Target::CPU) s = upcast_reduce_output(s, register_tile(limits.vector_bytes), out.opts);
+    if (target == Target::CPU && !serial && !symbolic) s = dot_lanes(s, limits.vector_bytes, out.opts);
     if (target == Target::CPU && !serial) s = thread_outer_loops(s, limits.cores, out.opts);
   }
   // accuracy, not speed: long sums in chunks (the GPU's block reductions already split them)

@@ -15,7 +15,8 @@ struct Inst {
   DType dtype;
   std::vector<int> src;      // indices of earlier instructions
   std::vector<int64_t> arg;  // DEFINE_GLOBAL {index}; CONST {int value}; RANGE {id, size, reduce, outer,
-                             // contiguous reduce: its loads step by one element, so it may vectorize};
+                             // contiguous reduce: its loads step by one element, so it may vectorize;
+                             // on a lane loop: 1 where its lanes are added into one accumulator};
   // DEFINE_ACC {reduce op}; ALU {1} = accumulate into src[0] (a DEFINE_ACC); STORE {1} = add into
   // the element (atomically on the GPU); VAR {global, slot}: a symbolic size, element slot of that
   // argument; a symbolic RANGE has its trip count as src[0] (its size arg is the largest). LOAD

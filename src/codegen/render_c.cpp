@@ -208,7 +208,10 @@ class CRenderer : public RendererBase {
     // the accumulators stay in registers, but not after it (a long epilogue unrolled 16 times is
     // code that misses the instruction cache: a gelu backward took 2x as long)
     bool in_reduce = std::count(open_.begin(), open_.end(), ir::kReduceRange) > 0;
-    if (in.arg[2] == ir::kUpcastRange && !inner_range(i))
+    bool summed = in.arg[2] == ir::kUpcastRange && in.arg.size() > 4 && in.arg[4];  // a sum's lanes added up
+    if (summed)
+      out("#pragma GCC unroll " + std::to_string(in.arg[1]));
+    else if (in.arg[2] == ir::kUpcastRange && !inner_range(i))
       out("#pragma omp simd");
     else if (in.arg[2] == ir::kUpcastRange && in_reduce)
       out("#pragma GCC unroll " + std::to_string(in.arg[1]));
