@@ -43,6 +43,13 @@ struct JitOptions {
 //              in the graph (x * 0.1): replayed as captured
 //   scratch    everything else (intermediates; the memory plan's arena): memory of the Jit's own
 //
+// Symbolic sizes (kiln::Var, Tensor::symbolic): inputs whose dims are marked symbolic may change
+// those dims from call to call. The replay binds the variables from the inputs' shapes, writes each
+// kernel's sizes again and hands out results of the new shapes; the step's buffers are allocated for
+// the variables' largest values at capture. A step whose sizes a replay could not bind (a variable
+// no input's shape gives, a symbolic kernel that a runner with fixed sizes runs) is not captured: it
+// runs as it records at every call (KILN_DEBUG=1 says why).
+//
 // Values baked at capture must not change between calls. A value that changes at every call (a
 // learning rate passed as a double, a step count turned into a tensor on the host) makes the
 // recordings differ, so capture keeps running the function normally and, after
