@@ -146,6 +146,24 @@ std::vector<NodeRef> reshape_sym(const Shape& out, const NodeRef& x) {
 
 }  // namespace
 
+bool same_product(const std::vector<NodeRef>& a, const std::vector<NodeRef>& b) {
+  auto monomial = [](const std::vector<NodeRef>& dims) {
+    std::vector<NodeRef> f;
+    for (const NodeRef& d : dims) factors(d, f);
+    int64_t coef = 1;
+    std::vector<const Node*> rest;
+    for (const NodeRef& x : f) {
+      if (x->op == Op::CONST)
+        coef *= x->ival();
+      else
+        rest.push_back(x.get());
+    }
+    std::sort(rest.begin(), rest.end());
+    return std::make_pair(coef, rest);
+  };
+  return monomial(a) == monomial(b);
+}
+
 NodeRef var(const std::string& name, int64_t min, int64_t max) {
   if (name.empty() || min < 0 || min > max)
     throw Error("kiln.Var: a variable needs a name and bounds 0 <= min <= max, got \"" + name + "\" [" +

@@ -46,6 +46,10 @@ int64_t eval_index(const NodeRef& e, const Bindings& b);
 // what a buffer must hold to serve every binding. n's numel when none is symbolic.
 int64_t capacity(const Node& n);
 
+// Whether two lists of dim expressions multiply to the same product (constants and factors compared
+// as monomials: 4 * T * 8 and 32 * T agree).
+bool same_product(const std::vector<NodeRef>& a, const std::vector<NodeRef>& b);
+
 // The VARs an AST reads, in a canonical order (the slots of the launch's values: see linearize).
 std::vector<NodeRef> vars_of(const NodeRef& ast);
 // "T", "BxT", "1024": a loop's trip count in kernel names.

@@ -57,6 +57,58 @@ NodeRef dim_plus(const NodeRef& n, size_t d, int64_t k) {
 }
 bool concrete_one(const NodeRef& n, size_t d) { return n->shape[d] == 1 && (n->sym.empty() || !n->sym[d]); }
 
+// A reshape's source index over symbolic dims, group by group: the dims whose running products meet
+// (in the concrete sizes, and as expressions) are mapped among themselves, so no index divides by a
+// variable it need not (a group of one dim each way passes its index on). false when a group's
+// expressions do not agree: the caller maps the whole flat index.
+bool reshape_by_groups(const NodeRef& n, const std::vector<NodeRef>& idx, std::vector<NodeRef>& sidx) {
+  const NodeRef& x = n->src[0];
+  const ir::Shape &in = x->shape, &out = n->shape;
+  std::vector<NodeRef> in_d = ir::dim_exprs(x), out_d = ir::dim_exprs(n);
+  sidx.assign(in.size(), nullptr);
+  size_t i = 0, j = 0;
+  while (i < in.size() || j < out.size()) {
+    if (i < in.size() && concrete_one(x, i)) {
+      sidx[i++] = ir::const_int(0);
+      continue;
+    }
+    if (j < out.size() && concrete_one(n, j)) {
+      j++;
+      continue;
+    }
+    if (i == in.size() || j == out.size()) return false;
+    size_t i0 = i, j0 = j;
+    int64_t pi = in[i++], pj = out[j++];
+    while (pi != pj) {
+      if (pi < pj && i < in.size())
+        pi *= in[i++];
+      else if (pj < pi && j < out.size())
+        pj *= out[j++];
+      else
+        return false;
+    }
+    if (pi == 0 || !ir::same_product({in_d.begin() + static_cast<long>(i0), in_d.begin() + static_cast<long>(i)},
+                                      {out_d.begin() + static_cast<long>(j0), out_d.begin() + static_cast<long>(j)}))
+      return false;
+    if (i - i0 == 1 && j - j0 == 1) {
+      sidx[i0] = idx[j0];
+      continue;
+    }
+    NodeRef flat = ir::const_int(0), step = ir::const_int(1);
+    for (size_t k = j; k-- > j0;) {
+      flat = flat + idx[k] * step;
+      step = ir::simplify(step * out_d[k]);
+    }
+    step = ir::const_int(1);
+    for (size_t k = i; k-- > i0;) {
+      NodeRef v = ir::is_const_value(step, 1) ? flat : ir::alu(Op::IDIV, flat, step);
+      sidx[k] = k == i0 ? v : ir::alu(Op::MOD, v, in_d[k]);
+      step = ir::simplify(step * in_d[k]);
+    }
+  }
+  return true;
+}
+
 class Builder {
  public:
   // The outputs share the first one's shape (the kernel's output loops) or have dims of 1 in it.
@@ -241,6 +293,7 @@ class Builder {
       case Op::RESHAPE: {
         if (!n->sym.empty() || !n->src[0]->sym.empty()) {  // over the dims' expressions
           if (n->shape == in) return from_source(valid);   // the same dims, another view of them
+          if (reshape_by_groups(n, idx, sidx)) return from_source(valid);
           NodeRef flat = flat_index(idx, n);
           std::vector<NodeRef> dims = ir::dim_exprs(n->src[0]), st = strides_of(dims);
           sidx.assign(in.size(), nullptr);

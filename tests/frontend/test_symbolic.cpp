@@ -5,9 +5,12 @@
 
 #include <functional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "helpers.h"
+#include "ir/graph_rewrite.h"
+#include "schedule/schedule.h"
 
 namespace kiln {
 namespace {
@@ -69,6 +72,56 @@ TEST(Symbolic, ViewsKeepTheDim) {
   expect_one_compile({5, 3}, 0, {5, 2, 8}, [](const Tensor& x) { return x.pad({1, 2}) * x.sum(1, true); });
   Tensor bias = random_tensor({6}, DType::F32, -1, 1, 5);
   expect_one_compile({2, 6}, 0, {2, 7}, [&](const Tensor& x) { return (x + bias).sum(0); });
+}
+
+// Whether an index of t's kernels divides by a variable's expression, or takes a remainder of one.
+bool divides_by_a_variable(const Tensor& t) {
+  auto has_var = [](const ir::NodeRef& e) {
+    std::vector<const ir::Node*> todo{e.get()};
+    while (!todo.empty()) {
+      const ir::Node* n = todo.back();
+      todo.pop_back();
+      if (n->op == ir::Op::VAR) return true;
+      for (auto& s : n->src) todo.push_back(s.get());
+    }
+    return false;
+  };
+  std::vector<const ir::Node*> todo;
+  std::unordered_set<const ir::Node*> seen;
+  for (auto& k : schedule::make_schedule(ir::rewrite_graph({t.node()})).kernels) todo.push_back(k.ast.get());
+  while (!todo.empty()) {
+    const ir::Node* n = todo.back();
+    todo.pop_back();
+    if (!seen.insert(n).second) continue;
+    if ((n->op == ir::Op::IDIV || n->op == ir::Op::MOD) && has_var(n->src[1])) return true;
+    for (auto& s : n->src) todo.push_back(s.get());
+  }
+  return false;
+}
+
+TEST(Symbolic, PrefixOfACacheReshapedIndexesWithoutDivisions) {
+  // attention's reads of a key cache (B, H, L, D) over its first T columns: the heads merged with the
+  // batch (a reshape of the symbolic view) and a dot product over D. Each group of merged dims maps
+  // its index on its own, so no index divides by T.
+  testing::TempCache cache("kiln_symbolic_prefix");
+  Tensor k_cache = random_tensor({2, 3, 16, 4}, DType::F32, -1, 1, 11),
+         q = random_tensor({6, 1, 4}, DType::F32, -1, 1, 12);
+  Var T("T", 1, 16);
+  int64_t compiled = 0;
+  for (int64_t t : {5, 12, 1, 9}) {  // below L: the whole cache is another graph (no slice)
+    SCOPED_TRACE("T = " + std::to_string(t));
+    Tensor k = k_cache.slice(2, 0, t).symbolic(2, T);
+    Tensor scores = q.matmul(k.reshape({6, t, 4}).transpose(1, 2)).softmax(-1);  // (6, 1, T)
+    Tensor y = scores.matmul(k.reshape({6, t, 4}));                              // (6, 1, 4)
+    EXPECT_FALSE(divides_by_a_variable(y));
+    int64_t before = stats().kernels_compiled;
+    EXPECT_TRUE(expect_matches_reference(y, 1e-5, 1e-6));
+    if (t != 5 && t != 1) {  // a variable bound to 1 may get kernels of its own
+      EXPECT_EQ(stats().kernels_compiled - before, 0);
+    }
+    compiled += stats().kernels_compiled - before;
+  }
+  EXPECT_GT(compiled, 0);
 }
 
 TEST(Symbolic, SecondDimAndTwoVariables) {
