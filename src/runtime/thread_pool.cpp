@@ -93,11 +93,11 @@ constexpr int kSpins = 1 << 11;
 
 }  // namespace
 
-int ThreadPool::claim(uint32_t generation, int chunks) {
+int ThreadPool::claim(uint32_t generation) {
   uint64_t v = next_.load(std::memory_order_acquire);
-  while ((v >> 32) == generation && static_cast<int>(v & 0xffffffffu) < chunks)
+  while ((v >> 32) == generation && (v & 0xffffu) < ((v >> 16) & 0xffffu))
     if (next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel))
-      return static_cast<int>(v & 0xffffffffu);
+      return static_cast<int>(v & 0xffffu);
   return -1;
 }
 
@@ -106,16 +106,15 @@ void ThreadPool::run(int chunks, const std::function<void(int)>& job) {
   const auto generation = static_cast<uint32_t>((next_.load() >> 32) + 1);
   {
     std::lock_guard<std::mutex> l(mu_);
-    job_ = &job;
-    chunks_ = chunks;
+    job_.store(&job, std::memory_order_relaxed);
     error_ = nullptr;
     pending_.store(chunks - 1, std::memory_order_relaxed);
     // the calling thread takes chunk 0; the release publishes the job to workers that see it
-    next_.store(uint64_t{generation} << 32 | 1, std::memory_order_release);
+    next_.store(uint64_t{generation} << 32 | static_cast<uint64_t>(chunks) << 16 | 1, std::memory_order_release);
   }
   if (sleepers_.load() > 0) cv_.notify_all();
   call(job, 0);
-  for (int c; (c = claim(generation, chunks)) >= 0;) {  // help with the remaining chunks
+  for (int c; (c = claim(generation)) >= 0;) {  // help with the remaining chunks
     call(job, c);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
@@ -125,7 +124,7 @@ void ThreadPool::run(int chunks, const std::function<void(int)>& job) {
     else
       std::this_thread::yield();
   std::lock_guard<std::mutex> l(mu_);
-  job_ = nullptr;
+  job_.store(nullptr, std::memory_order_relaxed);
   if (std::exception_ptr e = std::exchange(error_, nullptr)) std::rethrow_exception(e);
 }
 
@@ -146,23 +145,18 @@ void ThreadPool::work() {
       continue;
     }
     seen = static_cast<uint32_t>(v >> 32);
-    const std::function<void(int)>* job;
-    int chunks;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (stop_) return;
-      if ((next_.load() >> 32) != seen || !job_) continue;  // that job is over (or a newer one began)
-      job = job_, chunks = chunks_;
-    }
-    for (int c; (c = claim(seen, chunks)) >= 0;) {
+    // no lock: many workers taking one per kernel cost microseconds a launch
+    const std::function<void(int)>* job = job_.load(std::memory_order_acquire);
+    for (int c; (c = claim(seen)) >= 0;) {
       call(*job, c);
       pending_.fetch_sub(1, std::memory_order_acq_rel);
     }
   }
 }
 
-void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int max_chunks) {
   int chunks = static_cast<int>(std::min<int64_t>(n, pool().size()));
+  if (max_chunks > 0) chunks = std::min(chunks, max_chunks);
   try {
     if (chunks <= 1) {
       if (n > 0) fn(0, n);
