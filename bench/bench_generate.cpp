@@ -6,8 +6,10 @@
 // warm), and what a step's cache writes cost (each step's K and V columns stored in place into every
 // layer's (B, H, block_size, D) cache by index_copy_, timed here alone).
 // bench/torch_generate.py prints the same fields for PyTorch.
-// Usage: bench_generate [--small] [--layers L] [--prompt P] [--new N] [--batch B,B,...]
+// Usage: bench_generate [--small] [--eager] [--layers L] [--prompt P] [--new N] [--batch B,B,...]
 //   --small: vocab 512, block 256, 2 layers of 128 (4 heads), P 16, N 32 (a smoke run)
+//   --eager: each decoding step scheduled and run as it comes, not replayed (KILN_DEBUG=2 times
+//            its kernels)
 #include <kiln/kiln.h>
 #include <kiln/nn.h>
 
@@ -63,12 +65,15 @@ int main(int argc, char** argv) {
   nn::GPTConfig cfg{.vocab_size = 50257, .block_size = 1024, .n_layer = 12, .n_head = 12, .n_embd = 768};
   int64_t P = 64, N = 256;
   std::vector<int64_t> batches = {1, 8};
+  bool jit = true;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     bool has_value = i + 1 < argc;
     if (a == "--small") {
       cfg = {.vocab_size = 512, .block_size = 256, .n_layer = 2, .n_head = 4, .n_embd = 128};
       P = 16, N = 32;
+    } else if (a == "--eager") {
+      jit = false;
     } else if (a == "--layers" && has_value) {
       cfg.n_layer = std::atoll(argv[++i]);
     } else if (a == "--prompt" && has_value) {
@@ -79,7 +84,7 @@ int main(int argc, char** argv) {
       batches = parse_list(argv[++i]);
     } else {
       std::fprintf(stderr,
-                   "usage: bench_generate [--small] [--layers L] [--prompt P] [--new N] [--batch B,B,...]\n");
+                   "usage: bench_generate [--small] [--eager] [--layers L] [--prompt P] [--new N] [--batch B,B,...]\n");
       return 2;
     }
   }
@@ -95,13 +100,14 @@ int main(int argc, char** argv) {
   for (int64_t B : batches) {
     Generator data(1);
     Tensor prompt = randint(0, cfg.vocab_size, {B, P}, data).realize();
-    // warm-up: compiles the prompt's and the decoding step's kernels (every step runs the same ones)
-    model->generate(prompt, 3, {.top_k = 50});
+    // warm-up, twice (as bench/torch_generate.py): compiles the prompt's and the decoding step's
+    // kernels (every step runs the same ones) and captures both steps
+    for (int w = 0; w < 2; w++) model->generate(prompt, 3, {.top_k = 50, .jit = jit});
     Generator gen(2);
     int64_t compiled = stats().kernels_compiled;
     Clock::time_point start = Clock::now(), first;
     int64_t seen = 0;
-    model->generate(prompt, N, {.top_k = 50, .generator = &gen, .on_token = [&](const Tensor& t) {
+    model->generate(prompt, N, {.top_k = 50, .jit = jit, .generator = &gen, .on_token = [&](const Tensor& t) {
                                   t.to_vector<int64_t>();  // streamed: each step's tokens read
                                   if (seen++ == 0) first = Clock::now();
                                 }});

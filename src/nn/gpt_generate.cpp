@@ -2,8 +2,13 @@
 // decoding kernels compile once), top-k / top-p filtering, stop tokens and left-padded prompts.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <string>
 
 #include "frontend/graph.h"
 #include "frontend/random.h"
@@ -77,7 +82,39 @@ Tensor draw_tokens(const Tensor& logits, double temperature, std::optional<int64
   return where((logits != logits).any({1}, true), full({}, Scalar(-1LL), DType::I64), score.argmax(1, true));
 }
 
+// A step's outputs: the logits (B, V), and the tokens drawn from them on the device unless top_p
+// filters (its sort runs on the host).
+std::vector<Tensor> step_outputs(const Tensor& logits, const Tensor& key, double temperature,
+                                 std::optional<int64_t> top_k, bool device_draw) {
+  if (!device_draw) return {logits};
+  return {logits, draw_tokens(logits, temperature, top_k, key)};
+}
+
+// The parameters' nodes, where every one is a realized tensor (what a kept capture checks for
+// changes: an eager optimizer step binds new buffers); else none.
+std::vector<ir::NodeRef> parameter_nodes(const Module& m) {
+  std::vector<ir::NodeRef> nodes;
+  for (const Tensor& p : m.parameters()) {
+    if (!frontend::is_buffer_node(*p.node())) return {};
+    nodes.push_back(p.node());
+  }
+  return nodes;
+}
+
 }  // namespace
+
+// The caches and captured steps of one setting. The steps' functions read this object and the
+// model through pointers (kept only while owner is the model and its parameters' nodes are these),
+// and everything else they need by value: a later call runs them again while recording.
+struct GPTImpl::Generation {
+  const GPTImpl* owner = nullptr;
+  std::string setting;
+  std::vector<ir::NodeRef> params;
+  std::vector<KVCache> caches;
+  std::map<int64_t, Jit> prompt;  // by prompt length
+  std::optional<Jit> decode;
+  bool busy = false;  // a call is using it (another call at once makes its own)
+};
 
 Tensor GPTImpl::window_logits(const Tensor& idx, const Tensor& pad, const Tensor& cols,
                               std::vector<KVCache>* caches, const Tensor& keys) const {
@@ -147,31 +184,64 @@ Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, const Gener
     return on_device(v, {B, W}, dev);
   };
   const Tensor pad_t = on_device(pad, {B}, dev);
-  std::vector<KVCache> caches;  // filled by the first step (the prompt), then one column per step
   // Tokens are drawn on the device (draw_tokens) unless top_p filters: its sort runs on the host.
   const bool device_draw = !(o.top_p && *o.top_p < 1);
-  auto logits_and_tokens = [&](const Tensor& logits, const Tensor& key) {
-    return device_draw ? std::vector<Tensor>{logits, draw_tokens(logits, o.temperature, o.top_k, key)}
-                       : std::vector<Tensor>{logits};
-  };
+  const double temperature = o.temperature;
+  const std::optional<int64_t> top_k = o.top_k;
+  // The steps are captured (kiln::Jit) unless dropout is at work (its random draws differ from
+  // call to call), and kept for the next call of this setting when every parameter is realized.
+  const bool capture = o.jit && !(is_training() && config_.dropout > 0);
+  std::vector<ir::NodeRef> params = capture && o.use_cache ? parameter_nodes(*this) : std::vector<ir::NodeRef>{};
+  char setting[160];
+  std::snprintf(setting, sizeof setting, "B%lld %s %s %a k%lld p%d t%d", static_cast<long long>(B),
+                dev.str().c_str(), to_string(wte->weight.dtype()).c_str(), temperature,
+                static_cast<long long>(top_k.value_or(-1)), device_draw ? 1 : 0, is_training() ? 1 : 0);
+  static std::mutex kept_mu;  // guards generation_ and its busy flag
+  std::shared_ptr<Generation> st;
+  {
+    std::lock_guard<std::mutex> lock(kept_mu);
+    st = generation_;
+    if (!st || st->owner != this || st->setting != setting || st->params != params || params.empty() ||
+        st->busy) {
+      st = std::make_shared<Generation>();
+      st->owner = this, st->setting = setting, st->params = params;
+      if (!generation_ || !generation_->busy) generation_ = params.empty() ? nullptr : st;  // replaces the last
+    }
+    st->busy = true;
+  }
+  struct Release {
+    Generation* g;
+    ~Release() {
+      std::lock_guard<std::mutex> lock(kept_mu);
+      g->busy = false;
+    }
+  } release{st.get()};
+  std::vector<KVCache>& caches = st->caches;  // filled by the prompt, then one column per step
   // The one-token step with the cache and the draw, captured once two of its calls record the same
   // step (its second call) and replayed after that: the same launches (on CUDA one graph) each
-  // token, with no graph to build or schedule; the draw's key is an input. It attends over the
-  // filled columns only, a symbolic length given by the shape of its input `keys` (0, ..., T - 1),
-  // so one captured step serves every length. Not with dropout at work: its random draws differ
-  // from call to call.
+  // token, with no graph to build or schedule; the draw's key and the padding are inputs. It
+  // attends over the filled columns only, a symbolic length given by the shape of its input `keys`
+  // (0, ..., T - 1), so one captured step serves every length.
   const Var filled("filled", 1, L);
   auto keys = [&](int64_t T) {
     std::vector<int64_t> v(static_cast<size_t>(T));
     for (int64_t t = 0; t < T; t++) v[static_cast<size_t>(t)] = t;
     return on_device(v, {T}, dev).symbolic(0, filled);
   };
-  std::optional<Jit> decode;
-  if (o.jit && !(is_training() && config_.dropout > 0))
-    decode.emplace([&](const std::vector<Tensor>& in) {
-      return logits_and_tokens(window_logits(in[0].clamp(0.0), pad_t, in[1], &caches, in[2]),
-                               device_draw ? in[3] : Tensor());
+  Generation* g_st = st.get();
+  if (capture && !st->decode)
+    st->decode.emplace([this, g_st, temperature, top_k, device_draw](const std::vector<Tensor>& in) {
+      return step_outputs(window_logits(in[0].clamp(0.0), in[3], in[1], &g_st->caches, in[2]),
+                          device_draw ? in[4] : Tensor(), temperature, top_k, device_draw);
     });
+  // The prompt's step, one per prompt length, captured the same way (on its second call).
+  auto prompt_step = [this, g_st, temperature, top_k, device_draw, dev](int64_t T) {
+    return [this, g_st, temperature, top_k, device_draw, dev, T](const std::vector<Tensor>& in) {
+      Tensor cols = arange(T, {.dtype = DType::I64, .device = dev});
+      return step_outputs(window_logits(in[0], in[1], cols, &g_st->caches, cols), device_draw ? in[2] : Tensor(),
+                          temperature, top_k, device_draw);
+    };
+  };
   // Drawn tokens not yet read back: reading them is a wait for the device, so they are read only
   // where the host needs them (the stop token, the window past block_size, the end).
   std::vector<Tensor> unread;
@@ -197,30 +267,42 @@ Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, const Gener
     }
     const int64_t T = static_cast<int64_t>(rows[0].size() + unread.size());
     Tensor key = device_draw ? frontend::draw_key(g, B * V, 2, dev).realize() : Tensor();
+    std::vector<Tensor> in;
+    auto with_key = [&](std::vector<Tensor> v) {
+      if (device_draw) v.push_back(key);
+      return v;
+    };
     std::vector<Tensor> outs;
-    if (o.use_cache && T <= L && !caches.empty()) {  // one token at column T - 1
+    if (o.use_cache && T <= L && steps > 0) {  // one token at column T - 1
       Tensor col = on_device({T - 1}, {1}, dev);
       Tensor token = unread.empty() ? window(1) : last;
-      Tensor filled_keys = keys(T);
-      if (decode)
-        outs = device_draw ? (*decode)({token, col, filled_keys, key}) : (*decode)({token, col, filled_keys});
-      else
-        outs = logits_and_tokens(window_logits(token.clamp(0.0), pad_t, col, &caches, filled_keys), key);
+      in = with_key({token, col, keys(T), pad_t});
+      outs = st->decode ? (*st->decode)(in)
+                        : step_outputs(window_logits(in[0].clamp(0.0), pad_t, col, &caches, in[2]), key, temperature,
+                                       top_k, device_draw);
     } else if (o.use_cache && T <= L) {  // the prompt fills columns [0, T)
-      int64_t H = config_.n_head, D = config_.n_embd / H;
-      // zeros in buffers of their own, so that the prompt's columns are stored in place too
-      Tensor zero = zeros({B, H, L, D}, {.dtype = wte->weight.dtype(), .device = dev});
-      for (size_t i = 0; i < h->size(); i++) caches.push_back({detail::fresh(zero), detail::fresh(zero)});
-      Tensor cols = arange(T, {.dtype = DType::I64, .device = dev});
-      outs = logits_and_tokens(window_logits(window(T), pad_t, cols, &caches, cols), key);
+      if (caches.empty()) {
+        int64_t H = config_.n_head, D = config_.n_embd / H;
+        // zeros in buffers of their own, so that the prompt's columns are stored in place too
+        Tensor zero = zeros({B, H, L, D}, {.dtype = wte->weight.dtype(), .device = dev});
+        for (size_t i = 0; i < h->size(); i++) caches.push_back({detail::fresh(zero), detail::fresh(zero)});
+      }
+      in = with_key({window(T), pad_t});
+      if (capture) {
+        auto it = st->prompt.find(T);
+        if (it == st->prompt.end()) it = st->prompt.emplace(T, Jit(prompt_step(T))).first;
+        outs = it->second(in);
+      } else {
+        outs = prompt_step(T)(in);
+      }
     } else {  // the whole window again: the last W columns, fewer of them padding
       read_tokens();
       int64_t W = std::min(T, L), shift = T - W;
       std::vector<int64_t> p(pad.size());
       for (size_t b = 0; b < pad.size(); b++) p[b] = std::max<int64_t>(0, pad[b] - shift);
-      outs = logits_and_tokens(window_logits(window(W), on_device(p, {B}, dev),
-                                             arange(W, {.dtype = DType::I64, .device = dev}), nullptr),
-                               key);
+      outs = step_outputs(window_logits(window(W), on_device(p, {B}, dev),
+                                        arange(W, {.dtype = DType::I64, .device = dev}), nullptr),
+                          key, temperature, top_k, device_draw);
     }
     std::vector<Tensor> all = outs;
     for (auto& c : caches) all.insert(all.end(), {c.k, c.v});

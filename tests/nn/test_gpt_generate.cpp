@@ -239,7 +239,7 @@ TEST(GptGenerate, LongerGenerationCompilesNoNewKernels) {
     std::filesystem::remove_all(settings().cache_dir);
     clear_memory_cache();
     int64_t before = stats().kernels_compiled;
-    g->generate(prompt, n, {.top_k = 5});
+    model(128)->generate(prompt, n, {.top_k = 5});  // a model of its own: no steps kept from before
     int64_t c = stats().kernels_compiled - before;
     std::filesystem::remove_all(settings().cache_dir);
     return c;
@@ -252,6 +252,35 @@ TEST(GptGenerate, LongerGenerationCompilesNoNewKernels) {
   EXPECT_GT(c20, 0);
   EXPECT_EQ(c60, c20);
   EXPECT_EQ(again, 0);
+}
+
+// A later call of the same setting replays the steps earlier calls captured, from its first token:
+// nothing compiled, and the draws of the eager steps. After an eager optimizer step
+// (new parameter buffers) the kept steps are dropped: the draws are the new model's.
+TEST(GptGenerate, LaterCallsReplayTheKeptSteps) {
+  nn::GPT g = model(64);
+  Tensor prompt = tokens(2, 6, 9);
+  auto draw = [&](bool jit) {
+    Generator gen(5);
+    return g->generate(prompt, 12, {.top_k = 7, .jit = jit, .generator = &gen}).to_vector<int64_t>();
+  };
+  std::vector<int64_t> eager = draw(false);
+  EXPECT_EQ(draw(true), eager);  // records the prompt's step, captures the decoding step
+  EXPECT_EQ(draw(true), eager);  // captures the prompt's step
+  int64_t replays = stats().jit_replays, compiled = stats().kernels_compiled;
+  EXPECT_EQ(draw(true), eager);
+  EXPECT_EQ(stats().jit_replays - replays, 12)
+      << "every step of the call (the prompt's, 11 tokens') replayed";
+  EXPECT_EQ(stats().kernels_compiled - compiled, 0);
+  // an eager step of SGD binds each parameter to a new buffer
+  Tensor loss = g->forward(prompt, tokens(2, 6, 10)).second;
+  loss.backward();
+  optim::SGD opt(g->parameters(), {.lr = 0.5});
+  opt.step();
+  std::vector<int64_t> eager2 = draw(false);
+  EXPECT_NE(eager2, eager);
+  EXPECT_EQ(draw(true), eager2);
+  EXPECT_EQ(draw(true), eager2);
 }
 
 // The captured step's replays draw what eager steps draw (jit = false: each step through the realize

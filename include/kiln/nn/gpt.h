@@ -2,6 +2,7 @@
 // LayerNorm, lm_head tied to the token embedding), its loss and autoregressive sampling.
 #pragma once
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -67,7 +68,10 @@ class GPTImpl : public Module {
   // cache (options.use_cache), a forward over the prompt (compiled once per prompt length) fills
   // a cache of block_size columns per layer, then each step runs one token through the model at
   // tensor-valued positions: the same kernels every step, replayed as one captured step (kiln::Jit)
-  // from the third token on unless dropout is at work. Once a row's context passes block_size
+  // from the third token on unless dropout is at work. The caches and the captured steps are kept
+  // for the next call of the same batch size, sampling, device and dtype (the prompt's step per
+  // prompt length, captured on its second call): it replays them from its first token, until a
+  // parameter's tensor changes (an eager optimizer step) or the setting does. Once a row's context passes block_size
   // the window slides: each later step recomputes the whole (B, block_size) window (one more set
   // of kernels, then fixed). Runs under NoGradGuard and realizes each step; the mode (train/eval)
   // is the caller's. Sampling, stop tokens, padded prompts and streaming: GenerateOptions.
@@ -92,6 +96,10 @@ class GPTImpl : public Module {
   Tensor window_logits(const Tensor& idx, const Tensor& pad, const Tensor& cols, std::vector<KVCache>* caches,
                        const Tensor& keys = {}) const;
   GPTConfig config_;
+  // What generate keeps between calls of one setting (src/nn/gpt_generate.cpp): the caches and the
+  // captured prompt and decoding steps.
+  struct Generation;
+  mutable std::shared_ptr<Generation> generation_;
 };
 KILN_MODULE(GPT);
 
