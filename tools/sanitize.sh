@@ -38,7 +38,7 @@ cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 export ASAN_OPTIONS=halt_on_error=1:abort_on_error=0:detect_leaks=1:strict_string_checks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-export KILN_CACHE_DIR=$PWD/$build/test_cache
+case $build in /*) export KILN_CACHE_DIR=$build/test_cache ;; *) export KILN_CACHE_DIR=$PWD/$build/test_cache ;; esac
 cd "$build"
 if [ "$mode" = thread ]; then
   # TSan needs a non-randomized address space on kernels with high mmap entropy
