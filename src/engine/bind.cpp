@@ -1,6 +1,5 @@
 // The bind stage (see stages.h). Every launch is prepared first, so the launches queue back to back
 // (and a profile times the device, not the host's preparation).
-#include <algorithm>
 #include <iostream>
 
 #include "engine/stages.h"
@@ -55,11 +54,7 @@ std::vector<Bound> bind_launches(const schedule::Schedule& s, const Lowerings& l
     runtime::Launch& launch = bd.launch;
     if (!k.ast->arg.empty() && k.ast->op == ir::Op::SINK)
       launch.vars = std::make_shared<const std::vector<ir::NodeRef>>(ir::vars_of(k.ast));
-    // chunks of at least ~13 us of one core's work (~10 bytes or flops a ns): waking a thread and
-    // waiting for it costs microseconds, so a small kernel runs on fewer threads, or on one
-    const double work = std::max(static_cast<double>(bd.bytes), p.flops + static_cast<double>(elems));
-    launch.max_chunks = static_cast<int>(std::min(work / 128e3, 65535.0));
-    launch.parallel = launch.parallel && launch.max_chunks > 1;
+    launch.parallel = launch.parallel && p.flops + static_cast<double>(elems) >= 32768;
     r[i]->bind(launch, k);
     if (launch.gemm) stats().gemm_launches++;
     if (launch.cuda.kind == codegen::CudaLaunch::Kind::Grid) stats().attention_launches++;

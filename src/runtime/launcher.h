@@ -25,7 +25,6 @@ struct Launch {
   int64_t zero_bytes = 0;     // bytes of args[0] set to zero first (codegen::Program::zero_bytes)
   int64_t outer_size = 1;     // the program's outer loop, [0, outer_size)
   bool parallel = false;      // CPU: split the outer loop over the thread pool
-  int max_chunks = 0;         // CPU: into at most this many chunks (0: one per thread)
   size_t nargs = 0;           // the program's parameters (one buffer each)
   int64_t scratch_bytes = 0;  // CPU: a per-thread scratch the launcher passes after the nargs buffers
   codegen::CudaLaunch cuda;   // CUDA: how the kernel maps onto threads

@@ -154,9 +154,8 @@ void ThreadPool::work() {
   }
 }
 
-void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int max_chunks) {
+void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   int chunks = static_cast<int>(std::min<int64_t>(n, pool().size()));
-  if (max_chunks > 0) chunks = std::min(chunks, max_chunks);
   try {
     if (chunks <= 1) {
       if (n > 0) fn(0, n);

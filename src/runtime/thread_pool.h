@@ -20,11 +20,10 @@ int num_threads();
 // Threads the pool really has (num_threads() when it was created): parallel_for runs at most this
 // many chunks at once.
 int pool_threads();
-// Runs fn(start, end) over [0, n) in up to num_threads() contiguous chunks (and at most max_chunks,
-// where > 0); returns when all finish.
+// Runs fn(start, end) over [0, n) in up to num_threads() contiguous chunks; returns when all finish.
 // Calls from several threads take turns; fn must not call parallel_for. An exception from fn, on
 // any thread, is thrown here as a kiln::Error once every chunk finished.
-void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int max_chunks = 0);
+void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
 // A fixed set of worker threads; parallel_for uses one of num_threads() for the whole process.
 class ThreadPool {

@@ -96,7 +96,7 @@ class CpuLauncher : public Launcher {
     // a symbolic outer loop is split over its trip count in this launch, not its largest
     int64_t n = l.outer_extent ? l.outer_extent(args) : l.outer_size;
     if (l.parallel)
-      parallel_for(n, [&](int64_t s, int64_t e) { run_chunk(l, fn, args, s, e); }, l.max_chunks);
+      parallel_for(n, [&](int64_t s, int64_t e) { run_chunk(l, fn, args, s, e); });
     else
       run_chunk(l, fn, args, 0, n);
   }
