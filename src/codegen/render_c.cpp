@@ -46,21 +46,8 @@ static inline uint16_t kiln_f2h(float f) {
    vectorization), |f| <= 0.5, 2^f by its Taylor series to degree 7
    (error < 1e-8); 2^i is applied as two power-of-two factors so subnormal results stay exact.
    log2: x = m * 2^e with m in [sqrt(1/2), sqrt(2)); log2(m) = 2/ln2 * atanh(s), s = (m-1)/(m+1). */
-/* a if c else b, chosen on the bits: the compiler keeps both sides computed, so the loop stays
-   one block it can vectorize (a select on floats may become a branch it does not speculate) */
-static inline float kiln_pickf(int c, float a, float b) {
-  uint32_t x, y, m = (uint32_t)0 - (uint32_t)(c != 0);
-  __builtin_memcpy(&x, &a, 4);
-  __builtin_memcpy(&y, &b, 4);
-  x = (x & m) | (y & ~m);
-  float r;
-  __builtin_memcpy(&r, &x, 4);
-  return r;
-}
 static inline float kiln_exp2f(float x) {
-  int nan = x != x;
-  x = kiln_pickf(x < -151.0f, -151.0f, x);
-  x = kiln_pickf(x > 129.0f, 129.0f, x);
+  x = x < -151.0f ? -151.0f : (x > 129.0f ? 129.0f : x);
   float i = (x + 12582912.0f) - 12582912.0f, f = x - i;
   float p = 1.0f + f * (0.693147181f + f * (0.240226507f + f * (0.0555041087f + f * (0.00961812911f +
             f * (0.00133335581f + f * (0.000154035304f + f * 1.52527338e-05f))))));
@@ -69,15 +56,13 @@ static inline float kiln_exp2f(float x) {
   float s1, s2;
   __builtin_memcpy(&s1, &b1, 4);
   __builtin_memcpy(&s2, &b2, 4);
-  return kiln_pickf(nan, x, p * s1 * s2);
+  return x != x ? x : p * s1 * s2;
 }
 /* e^x for f32, for EXP2(x * log2(e)): the product would round x*log2(e) first (a relative error of
    about |x| * 2^-24 in the result), so the range is reduced in x itself: x = n*ln2 + r with ln2
    split in two parts (Cody-Waite), |r| <= 0.35, e^r by its Taylor series to degree 8. */
 static inline float kiln_expf(float x) {
-  int nan = x != x;
-  x = kiln_pickf(x < -104.0f, -104.0f, x);
-  x = kiln_pickf(x > 89.0f, 89.0f, x);
+  x = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
   float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
   float r = (x - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
   float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666679f + r * (0.00833333377f +
@@ -87,11 +72,11 @@ static inline float kiln_expf(float x) {
   float s1, s2;
   __builtin_memcpy(&s1, &b1, 4);
   __builtin_memcpy(&s2, &b2, 4);
-  return kiln_pickf(nan, x, p * s1 * s2);
+  return x != x ? x : p * s1 * s2;
 }
 static inline float kiln_log2f(float x) {
   int sub = x < 1.17549435e-38f;
-  float y = kiln_pickf(sub, x * 8388608.0f, x); /* scale subnormals up by 2^23 */
+  float y = sub ? x * 8388608.0f : x; /* scale subnormals up by 2^23 */
   uint32_t b;
   __builtin_memcpy(&b, &y, 4);
   int32_t e = (int32_t)((b >> 23) & 0xff) - 127;
@@ -99,16 +84,13 @@ static inline float kiln_log2f(float x) {
   float m;
   __builtin_memcpy(&m, &mb, 4);
   int big = m > 1.41421356f;
-  m = kiln_pickf(big, m * 0.5f, m);
+  m = big ? m * 0.5f : m;
   e += big - (sub ? 23 : 0);
   float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
   float r = s * (2.88539008f + s2 * (0.961796694f + s2 * (0.577078016f + s2 * (0.412198583f +
             s2 * (0.320598898f + s2 * 0.262309970f)))));
   r += (float)e;
-  int bad = (x != x) | (x < 0.0f), zero = x == 0.0f, inf = x == INFINITY;
-  r = kiln_pickf(inf, INFINITY, r);
-  r = kiln_pickf(zero, -INFINITY, r);
-  return kiln_pickf(bad, NAN, r);
+  return x != x || x < 0.0f ? NAN : x == 0.0f ? -INFINITY : x == INFINITY ? INFINITY : r;
 }
 /* fused multiply-add where the CPU has it (the kernels are built for this machine), else the two
    operations; either way every kernel of this machine rounds a dot product alike */

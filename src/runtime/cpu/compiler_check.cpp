@@ -24,9 +24,7 @@ CompilerFamily compiler_family(const std::string& version_text) {
 }
 
 std::string base_flags(Language lang, CompilerFamily family) {
-  // -fno-trapping-math: kiln reads no floating-point exception flags, so the compiler may compute
-  // both sides of a select (loops with exp, log or where then vectorize)
-  std::string f = "-march=native -fPIC -fno-math-errno -fno-trapping-math -ffp-contract=off";
+  std::string f = "-march=native -fPIC -fno-math-errno -ffp-contract=off";
   if (lang == Language::C) {
     f += " -fwrapv -std=gnu11";
     // honours the renderer's "omp simd" pragmas (no OpenMP runtime)
