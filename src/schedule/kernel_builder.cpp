@@ -57,15 +57,41 @@ NodeRef dim_plus(const NodeRef& n, size_t d, int64_t k) {
 }
 bool concrete_one(const NodeRef& n, size_t d) { return n->shape[d] == 1 && (n->sym.empty() || !n->sym[d]); }
 
-// A reshape's source index over symbolic dims, group by group: the dims whose running products meet
-// (in the concrete sizes, and as expressions) are mapped among themselves, so no index divides by a
-// variable it need not (a group of one dim each way passes its index on). false when a group's
-// expressions do not agree: the caller maps the whole flat index.
-bool reshape_by_groups(const NodeRef& n, const std::vector<NodeRef>& idx, std::vector<NodeRef>& sidx) {
+// Source dims [i0, i1) of reshape n (their expressions in_d) indexed from its dims [j0, j1) (out_d):
+// their flat index over the group, split again (the first source dim takes no remainder, the last
+// no division).
+void map_group(const NodeRef& n, const std::vector<NodeRef>& idx, const std::vector<NodeRef>& in_d,
+               const std::vector<NodeRef>& out_d, size_t i0, size_t i1, size_t j0, size_t j1,
+               std::vector<NodeRef>& sidx) {
+  const NodeRef& x = n->src[0];
+  if (i1 - i0 == 1 && j1 - j0 == 1) {
+    sidx[i0] = idx[j0];
+    return;
+  }
+  NodeRef flat = ir::const_int(0), step = ir::const_int(1);
+  for (size_t k = j1; k-- > j0;) {
+    if (!concrete_one(n, k)) flat = flat + idx[k] * step;
+    step = ir::simplify(step * out_d[k]);
+  }
+  step = ir::const_int(1);
+  for (size_t k = i1; k-- > i0;) {
+    NodeRef v = ir::is_const_value(step, 1) ? flat : ir::alu(Op::IDIV, flat, step);
+    sidx[k] = concrete_one(x, k) ? ir::const_int(0) : k == i0 ? v : ir::alu(Op::MOD, v, in_d[k]);
+    step = ir::simplify(step * in_d[k]);
+  }
+}
+
+// A reshape's source index over symbolic dims. Dims whose running products meet (in the concrete
+// sizes, and as expressions) are mapped group by group, so an index divides by a variable only where
+// dims holding it merge or split; where a group's expressions disagree, all dims are one group.
+std::vector<NodeRef> reshape_index(const NodeRef& n, const std::vector<NodeRef>& idx) {
   const NodeRef& x = n->src[0];
   const ir::Shape &in = x->shape, &out = n->shape;
-  std::vector<NodeRef> in_d = ir::dim_exprs(x), out_d = ir::dim_exprs(n);
-  sidx.assign(in.size(), nullptr);
+  std::vector<NodeRef> in_d = ir::dim_exprs(x), out_d = ir::dim_exprs(n), sidx(in.size());
+  auto whole = [&] {
+    map_group(n, idx, in_d, out_d, 0, in.size(), 0, out.size(), sidx);
+    return sidx;
+  };
   size_t i = 0, j = 0;
   while (i < in.size() || j < out.size()) {
     if (i < in.size() && concrete_one(x, i)) {
@@ -76,7 +102,7 @@ bool reshape_by_groups(const NodeRef& n, const std::vector<NodeRef>& idx, std::v
       j++;
       continue;
     }
-    if (i == in.size() || j == out.size()) return false;
+    if (i == in.size() || j == out.size()) return whole();
     size_t i0 = i, j0 = j;
     int64_t pi = in[i++], pj = out[j++];
     while (pi != pj) {
@@ -85,28 +111,15 @@ bool reshape_by_groups(const NodeRef& n, const std::vector<NodeRef>& idx, std::v
       else if (pj < pi && j < out.size())
         pj *= out[j++];
       else
-        return false;
+        return whole();
     }
-    if (pi == 0 || !ir::same_product({in_d.begin() + static_cast<long>(i0), in_d.begin() + static_cast<long>(i)},
-                                      {out_d.begin() + static_cast<long>(j0), out_d.begin() + static_cast<long>(j)}))
-      return false;
-    if (i - i0 == 1 && j - j0 == 1) {
-      sidx[i0] = idx[j0];
-      continue;
-    }
-    NodeRef flat = ir::const_int(0), step = ir::const_int(1);
-    for (size_t k = j; k-- > j0;) {
-      flat = flat + idx[k] * step;
-      step = ir::simplify(step * out_d[k]);
-    }
-    step = ir::const_int(1);
-    for (size_t k = i; k-- > i0;) {
-      NodeRef v = ir::is_const_value(step, 1) ? flat : ir::alu(Op::IDIV, flat, step);
-      sidx[k] = k == i0 ? v : ir::alu(Op::MOD, v, in_d[k]);
-      step = ir::simplify(step * in_d[k]);
-    }
+    if (pi == 0 ||
+        !ir::same_product({in_d.begin() + static_cast<long>(i0), in_d.begin() + static_cast<long>(i)},
+                          {out_d.begin() + static_cast<long>(j0), out_d.begin() + static_cast<long>(j)}))
+      return whole();
+    map_group(n, idx, in_d, out_d, i0, i, j0, j, sidx);
   }
-  return true;
+  return sidx;
 }
 
 class Builder {
@@ -293,16 +306,7 @@ class Builder {
       case Op::RESHAPE: {
         if (!n->sym.empty() || !n->src[0]->sym.empty()) {  // over the dims' expressions
           if (n->shape == in) return from_source(valid);   // the same dims, another view of them
-          if (reshape_by_groups(n, idx, sidx)) return from_source(valid);
-          NodeRef flat = flat_index(idx, n);
-          std::vector<NodeRef> dims = ir::dim_exprs(n->src[0]), st = strides_of(dims);
-          sidx.assign(in.size(), nullptr);
-          for (size_t j = 0; j < in.size(); j++) {
-            NodeRef v = ir::is_const_value(st[j], 1) ? flat : ir::alu(Op::IDIV, flat, st[j]);
-            sidx[j] = concrete_one(n->src[0], j) ? ir::const_int(0)
-                      : j == 0                   ? v
-                                                 : ir::alu(Op::MOD, v, dims[j]);
-          }
+          sidx = reshape_index(n, idx);
           return from_source(valid);
         }
         NodeRef flat = flat_index(idx, n->shape);
