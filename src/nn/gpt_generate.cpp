@@ -103,6 +103,11 @@ std::vector<ir::NodeRef> parameter_nodes(const Module& m) {
 
 }  // namespace
 
+static std::mutex& kept_mu() {  // guards every model's generation_ and its busy flag
+  static std::mutex mu;
+  return mu;
+}
+
 // The caches and captured steps of one setting. The steps' functions read this object and the
 // model through pointers (kept only while owner is the model and its parameters' nodes are these),
 // and everything else they need by value: a later call runs them again while recording.
@@ -115,6 +120,14 @@ struct GPTImpl::Generation {
   std::optional<Jit> decode;
   bool busy = false;  // a call is using it (another call at once makes its own)
 };
+
+void GPTImpl::train(bool on) {
+  if (on) {
+    std::lock_guard<std::mutex> lock(kept_mu());
+    generation_.reset();  // a call running now keeps its own reference
+  }
+  Module::train(on);
+}
 
 Tensor GPTImpl::window_logits(const Tensor& idx, const Tensor& pad, const Tensor& cols,
                               std::vector<KVCache>* caches, const Tensor& keys) const {
@@ -191,28 +204,29 @@ Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, const Gener
   // The steps are captured (kiln::Jit) unless dropout is at work (its random draws differ from
   // call to call), and kept for the next call of this setting when every parameter is realized.
   const bool capture = o.jit && !(is_training() && config_.dropout > 0);
-  std::vector<ir::NodeRef> params = capture && o.use_cache ? parameter_nodes(*this) : std::vector<ir::NodeRef>{};
+  std::vector<ir::NodeRef> params =
+      capture && o.use_cache ? parameter_nodes(*this) : std::vector<ir::NodeRef>{};
   char setting[160];
   std::snprintf(setting, sizeof setting, "B%lld %s %s %a k%lld p%d t%d", static_cast<long long>(B),
                 dev.str().c_str(), to_string(wte->weight.dtype()).c_str(), temperature,
                 static_cast<long long>(top_k.value_or(-1)), device_draw ? 1 : 0, is_training() ? 1 : 0);
-  static std::mutex kept_mu;  // guards generation_ and its busy flag
   std::shared_ptr<Generation> st;
   {
-    std::lock_guard<std::mutex> lock(kept_mu);
+    std::lock_guard<std::mutex> lock(kept_mu());
     st = generation_;
     if (!st || st->owner != this || st->setting != setting || st->params != params || params.empty() ||
         st->busy) {
       st = std::make_shared<Generation>();
       st->owner = this, st->setting = setting, st->params = params;
-      if (!generation_ || !generation_->busy) generation_ = params.empty() ? nullptr : st;  // replaces the last
+      if (!generation_ || !generation_->busy)
+        generation_ = params.empty() ? nullptr : st;  // replaces the last
     }
     st->busy = true;
   }
   struct Release {
     Generation* g;
     ~Release() {
-      std::lock_guard<std::mutex> lock(kept_mu);
+      std::lock_guard<std::mutex> lock(kept_mu());
       g->busy = false;
     }
   } release{st.get()};
@@ -238,8 +252,8 @@ Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, const Gener
   auto prompt_step = [this, g_st, temperature, top_k, device_draw, dev](int64_t T) {
     return [this, g_st, temperature, top_k, device_draw, dev, T](const std::vector<Tensor>& in) {
       Tensor cols = arange(T, {.dtype = DType::I64, .device = dev});
-      return step_outputs(window_logits(in[0], in[1], cols, &g_st->caches, cols), device_draw ? in[2] : Tensor(),
-                          temperature, top_k, device_draw);
+      return step_outputs(window_logits(in[0], in[1], cols, &g_st->caches, cols),
+                          device_draw ? in[2] : Tensor(), temperature, top_k, device_draw);
     };
   };
   // Drawn tokens not yet read back: reading them is a wait for the device, so they are read only
@@ -278,8 +292,8 @@ Tensor GPTImpl::generate(const Tensor& idx0, int64_t max_new_tokens, const Gener
       Tensor token = unread.empty() ? window(1) : last;
       in = with_key({token, col, keys(T), pad_t});
       outs = st->decode ? (*st->decode)(in)
-                        : step_outputs(window_logits(in[0].clamp(0.0), pad_t, col, &caches, in[2]), key, temperature,
-                                       top_k, device_draw);
+                        : step_outputs(window_logits(in[0].clamp(0.0), pad_t, col, &caches, in[2]), key,
+                                       temperature, top_k, device_draw);
     } else if (o.use_cache && T <= L) {  // the prompt fills columns [0, T)
       if (caches.empty()) {
         int64_t H = config_.n_head, D = config_.n_embd / H;

@@ -255,8 +255,8 @@ TEST(GptGenerate, LongerGenerationCompilesNoNewKernels) {
 }
 
 // A later call of the same setting replays the steps earlier calls captured, from its first token:
-// nothing compiled, and the draws of the eager steps. After an eager optimizer step
-// (new parameter buffers) the kept steps are dropped: the draws are the new model's.
+// nothing compiled, and the draws of the eager steps. Training drops them; after an eager optimizer
+// step (new parameter buffers) the draws are the new model's.
 TEST(GptGenerate, LaterCallsReplayTheKeptSteps) {
   nn::GPT g = model(64);
   Tensor prompt = tokens(2, 6, 9);
@@ -272,11 +272,19 @@ TEST(GptGenerate, LaterCallsReplayTheKeptSteps) {
   EXPECT_EQ(stats().jit_replays - replays, 12)
       << "every step of the call (the prompt's, 11 tokens') replayed";
   EXPECT_EQ(stats().kernels_compiled - compiled, 0);
-  // an eager step of SGD binds each parameter to a new buffer
-  Tensor loss = g->forward(prompt, tokens(2, 6, 10)).second;
-  loss.backward();
-  optim::SGD opt(g->parameters(), {.lr = 0.5});
-  opt.step();
+  // training lets the kept steps go (they hold the parameters' buffers); an eager step of SGD binds
+  // each parameter to a new buffer, so the old ones are freed
+  std::weak_ptr<const ir::Node> old_weight = g->lm_head_weight().node();
+  g->train();
+  {
+    Tensor loss = g->forward(prompt, tokens(2, 6, 10)).second;
+    loss.backward();
+    optim::SGD opt(g->parameters(), {.lr = 0.5});
+    opt.step();
+    g->zero_grad();
+  }
+  g->eval();
+  EXPECT_TRUE(old_weight.expired()) << "the kept steps still hold the weights before the step";
   std::vector<int64_t> eager2 = draw(false);
   EXPECT_NE(eager2, eager);
   EXPECT_EQ(draw(true), eager2);

@@ -71,8 +71,8 @@ class GPTImpl : public Module {
   // from the third token on unless dropout is at work. The caches and the captured steps are kept
   // for the next call of the same batch size, sampling, device and dtype (the prompt's step per
   // prompt length, captured on its second call): it replays them from its first token, until a
-  // parameter's tensor changes (an eager optimizer step) or the setting does. Once a row's context passes block_size
-  // the window slides: each later step recomputes the whole (B, block_size) window (one more set
+  // parameter's tensor changes (an eager optimizer step) or the setting does. Once a row's context passes
+  // block_size the window slides: each later step recomputes the whole (B, block_size) window (one more set
   // of kernels, then fixed). Runs under NoGradGuard and realizes each step; the mode (train/eval)
   // is the caller's. Sampling, stop tokens, padded prompts and streaming: GenerateOptions.
   Tensor generate(const Tensor& idx, int64_t max_new_tokens, const GenerateOptions& options) const;
@@ -80,6 +80,9 @@ class GPTImpl : public Module {
   Tensor generate(const Tensor& idx, int64_t max_new_tokens, double temperature = 1,
                   std::optional<int64_t> top_k = std::nullopt, Generator* gen = nullptr,
                   const std::function<void(const Tensor&)>& on_token = nullptr) const;
+  // Module::train; switching to training also lets go of what generate keeps (its captures hold the
+  // parameters' buffers, which training replaces).
+  void train(bool on = true) override;
   const GPTConfig& config() const { return config_; }
   const Tensor& lm_head_weight() const { return wte->weight; }
 
