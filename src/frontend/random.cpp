@@ -117,14 +117,9 @@ Tensor draw_key(Generator& g, int64_t n, int streams, std::optional<Device> d) {
 }
 
 Tensor exponential(const Shape& s, const Tensor& key, int k) {
-  // 1 - u = (2^48 - 1 - bits48) * 2^-48, summed in f32 from its two 24-bit halves: each is exact in
-  // f32, so the sum rounds once, as converting the 48-bit integer would; i32 to f32 converts in
-  // vector lanes, i64 to f32 does not on most CPUs
-  auto half = [&](int j, double scale) {
-    Tensor h = kiln::full({}, Scalar(int64_t{0xffffff}), DType::I32) - bits24(s, key, k + j).to(DType::I32);
-    return h.to(DType::F32) * scale;
-  };
-  Tensor rest = half(0, std::ldexp(1.0, -24)) + half(1, std::ldexp(1.0, -48));
+  Tensor rest =
+      (kiln::full({}, Scalar((int64_t{1} << 48) - 1), DType::I64) - bits48(s, key, k)).to(DType::F32) *
+      static_cast<float>(std::ldexp(1.0, -48));  // 1 - u
   return (rest * -1.0).log1p() * -1.0;
 }
 
