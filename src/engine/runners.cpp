@@ -49,9 +49,7 @@ class LibraryGemm : public Runner {
     return b.gemm_library() + " (the generated kernel is the fallback)";
   }
   bool takes(const schedule::Kernel& k, const runtime::Backend& b) const override {
-    // a kernel with symbolic sizes (a SINK with its sizes' argument) stays generated
-    return !b.gemm_library().empty() && !special_op(k) && k.ast->arg.empty() &&
-           library_gemm_match(k) != nullptr;
+    return !b.gemm_library().empty() && !special_op(k) && library_gemm_match(k) != nullptr;
   }
   void bind(runtime::Launch& l, const schedule::Kernel& k) const override { use_library_gemm(l, k); }
 };

@@ -19,7 +19,8 @@ void bind_symbolic(schedule::Schedule& s, const std::vector<ir::NodeRef>& rewrit
       throw Error("kiln.realize: a kernel with symbolic sizes reads them from argument " +
                   std::to_string(k.ast->arg[0]) + " but has " +
                   std::to_string(k.outputs.size() + k.inputs.size()) + " buffers");
-    std::vector<int64_t> values;
+    std::vector<int64_t>& values = k.var_values;
+    values.clear();
     for (auto& v : ir::vars_of(k.ast)) values.push_back(ir::eval_index(v, b));
     auto buf = std::make_shared<Buffer>(DType::I64, static_cast<int64_t>(values.size()), device);
     upload(*buf, values.data());

@@ -138,7 +138,7 @@ struct Step {
       std::ostringstream os;
       const auto& l = launches[i];
       os << "launch " << i << " (" << l.launch.name << ", program " << l.launch.program
-         << (l.launch.gemm ? " via the GEMM library" : "") << ") on:";
+         << (l.launch.gemm || l.launch.rebind ? " via the GEMM library" : "") << ") on:";
       for (int32_t a : l.args) os << " [" << slots[static_cast<size_t>(a)].describe() << "]";
       d.push_back(os.str());
     }
@@ -185,6 +185,8 @@ Step analyze(const Recording& rec, const std::vector<Tensor>& inputs, const std:
   for (auto& t : inputs) input_nodes.push_back(t.node());
   const ir::Bindings bound = ir::bind_vars(input_nodes);
   for (auto& l : rec.launches) {
+    if (l.launch.fixed_over_symbolic && st.unbound.empty())
+      st.unbound = "kernel " + l.launch.name + " reads tensors with symbolic dims at the sizes of this call";
     runtime::SlotLaunch sl{l.launch, {}};
     for (auto& o : l.outputs) sl.args.push_back(slot(o, true));
     for (auto& i : l.inputs) sl.args.push_back(slot(i, false));
@@ -195,8 +197,9 @@ Step analyze(const Recording& rec, const std::vector<Tensor>& inputs, const std:
       for (auto& v : *l.launch.vars)
         if (!bound.count(v.get()) && st.unbound.empty())
           st.unbound = "no input's shape gives the variable " + ir::var_name(*v);
-      // a runner's own launch (a GEMM library call, a tile program) keeps the sizes it was bound with
-      if ((l.launch.gemm || l.launch.call) && st.unbound.empty())
+      // a runner's own launch (a tile program) keeps the sizes it was bound with unless it can be
+      // bound again (a GEMM library call: Launch::rebind)
+      if ((l.launch.gemm || l.launch.call) && !l.launch.rebind && st.unbound.empty())
         st.unbound = "kernel " + l.launch.name + " has symbolic sizes but runs with fixed ones";
     }
     st.launches.push_back(std::move(sl));
@@ -282,6 +285,8 @@ struct Replay {
   // the Sizes slots' values, packed in one buffer that each replay writes once: (vars, offset)
   std::shared_ptr<Buffer> sizes;
   std::vector<std::pair<std::shared_ptr<const std::vector<ir::NodeRef>>, int64_t>> sizes_at;
+  // launches bound again at each replay's values (Launch::rebind): (launch, offset of its values)
+  std::vector<std::pair<size_t, int64_t>> rebinds;
   std::vector<std::function<void()>> host_effects;
   std::shared_ptr<Buffer> arena;  // every schedule's arena: their values do not outlive their schedule
   Device device;                  // where the step's kernels run
@@ -303,6 +308,7 @@ Replay prepare(Step&& st) {
     if (s.role == Role::Sizes) sizes += room(s);
   if (sizes) r.sizes = std::make_shared<Buffer>(DType::I64, sizes, r.device);
   sizes = 0;
+  std::vector<int64_t> sizes_offset(st.slots.size(), -1);
   for (auto& s : st.slots) {
     Replay::ReplaySlot rs{Replay::Kind::Fixed, s.input,         s.state,           nullptr,
                           s.buffer->dtype,     s.buffer->numel, s.buffer->capacity};
@@ -323,6 +329,7 @@ Replay prepare(Step&& st) {
         auto n = static_cast<int64_t>(s.vars->size());
         rs.fixed = std::make_shared<Buffer>(r.sizes, static_cast<size_t>(sizes) * 8, DType::I64, n);
         r.sizes_at.emplace_back(s.vars, sizes);
+        sizes_offset[r.slots.size()] = sizes;
         sizes += room(s);
         break;
       }
@@ -330,6 +337,9 @@ Replay prepare(Step&& st) {
     r.slots.push_back(std::move(rs));
   }
   r.launches = std::move(st.launches);
+  for (size_t i = 0; i < r.launches.size(); i++)
+    if (r.launches[i].launch.rebind)
+      r.rebinds.emplace_back(i, sizes_offset[static_cast<size_t>(r.launches[i].args.back())]);
   r.publish = std::move(st.publish);
   r.outputs = std::move(st.outputs);
   r.inputs = std::move(st.inputs);
@@ -405,6 +415,7 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
         for (size_t v = 0; v < vars->size(); v++)
           values[static_cast<size_t>(at) + v] = ir::eval_index((*vars)[v], bound);
       upload(*r.sizes, values.data());
+      for (auto& [i, at] : r.rebinds) r.launches[i].launch.rebind(r.launches[i].launch, values.data() + at);
     }
     runtime::Launcher& launcher = runtime::backend(r.device).launcher();
     std::vector<void*> ptrs(r.slots.size());

@@ -41,6 +41,13 @@ struct Launch {
   size_t nouts = 0;
   // the operands' offsets in their buffers (aux: an aux matrix the epilogue reads)
   int64_t a_bytes = 0, b_bytes = 0, bias_bytes = 0, aux_bytes = 0;
+  // A launch whose runner fixes sizes on the host (a GEMM's descriptor) for symbolic ones: a replay
+  // at other values calls it with them (in `vars` order) to set the launch for those values first.
+  std::function<void(Launch&, const int64_t* values)> rebind;
+  // A kernel at this realize's sizes that reads tensors with symbolic dims as wholes (an attention
+  // or layer norm kernel, whose runner takes concrete sizes): a replay at other values would
+  // compute the recorded sizes, so kiln::Jit does not capture a step with one.
+  bool fixed_over_symbolic = false;
   // A kernel that a runner of the engine runs itself (a tile program: engine/runners.h): the launcher
   // calls this instead of the program, with the kernel's arguments. It only queues work on the
   // device (no host waits, no allocations), so that a CUDA graph can capture it.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/graph_rewrite.h"
+#include "ir/symbolic.h"
 #include "kiln/device.h"
 
 namespace kiln::schedule {
@@ -38,26 +39,48 @@ struct Linear {
   }
 };
 
-bool linear_into(const NodeRef& e, int64_t scale, Linear& out, std::map<int64_t, NodeRef>& ranges) {
+// The value of a loop-free index expression (constants, and VARs at their values in b), else nullopt.
+std::optional<int64_t> value_of(const NodeRef& e, const ir::Bindings& b) {
   switch (e->op) {
-    case Op::CONST: out.offset += scale * e->ival(); return true;
+    case Op::CONST: return e->ival();
+    case Op::VAR: {
+      auto it = b.find(e.get());
+      return it == b.end() ? std::nullopt : std::optional<int64_t>(it->second);
+    }
+    case Op::ADD:
+    case Op::MUL: {
+      auto x = value_of(e->src[0], b), y = value_of(e->src[1], b);
+      if (!x || !y) return std::nullopt;
+      return e->op == Op::ADD ? *x + *y : *x * *y;
+    }
+    default: return std::nullopt;
+  }
+}
+
+bool linear_into(const NodeRef& e, int64_t scale, Linear& out, std::map<int64_t, NodeRef>& ranges,
+                 const ir::Bindings& b) {
+  if (auto v = value_of(e, b)) {
+    out.offset += scale * *v;
+    return true;
+  }
+  switch (e->op) {
     case Op::RANGE:
       out.coef[e->ival()] += scale;
       ranges[e->ival()] = e;
       return true;
     case Op::ADD:
-      return linear_into(e->src[0], scale, out, ranges) && linear_into(e->src[1], scale, out, ranges);
+      return linear_into(e->src[0], scale, out, ranges, b) && linear_into(e->src[1], scale, out, ranges, b);
     case Op::MUL:
-      if (e->src[1]->op == Op::CONST) return linear_into(e->src[0], scale * e->src[1]->ival(), out, ranges);
-      if (e->src[0]->op == Op::CONST) return linear_into(e->src[1], scale * e->src[0]->ival(), out, ranges);
+      if (auto v = value_of(e->src[1], b)) return linear_into(e->src[0], scale * *v, out, ranges, b);
+      if (auto v = value_of(e->src[0], b)) return linear_into(e->src[1], scale * *v, out, ranges, b);
       return false;
     default: return false;
   }
 }
 
-std::optional<Linear> linear(const NodeRef& e, std::map<int64_t, NodeRef>& ranges) {
+std::optional<Linear> linear(const NodeRef& e, std::map<int64_t, NodeRef>& ranges, const ir::Bindings& b) {
   Linear l;
-  if (!linear_into(e, 1, l, ranges)) return std::nullopt;
+  if (!linear_into(e, 1, l, ranges, b)) return std::nullopt;
   std::erase_if(l.coef, [](const auto& kv) { return kv.second == 0; });
   for (auto& [r, coef] : l.coef)
     if (coef < 0) return std::nullopt;  // flipped views: GEMM libraries take no negative strides
@@ -242,7 +265,7 @@ std::optional<GemmDesc> layout(const Operand& a, const Operand& b, const Linear&
 
 // The GEMM one STORE of a kernel with `nouts` outputs computes (its inputs are DEFINE_GLOBAL
 // nouts..).
-std::optional<MatchedMatmul> match_store(const NodeRef& store, size_t nouts) {
+std::optional<MatchedMatmul> match_store(const NodeRef& store, size_t nouts, const ir::Bindings& values) {
   if (store->op != Op::STORE || store->src.size() != 3) return std::nullopt;
   DType out = store->src[2]->dtype;
   if (!gemm_float(out)) return std::nullopt;
@@ -291,8 +314,8 @@ std::optional<MatchedMatmul> match_store(const NodeRef& store, size_t nouts) {
 
   // loops
   std::map<int64_t, NodeRef> ranges;
-  auto c = linear(store->src[1], ranges);
-  auto pi = linear(p.load->src[1], ranges), qi = linear(q.load->src[1], ranges);
+  auto c = linear(store->src[1], ranges, values);
+  auto pi = linear(p.load->src[1], ranges, values), qi = linear(q.load->src[1], ranges, values);
   if (!c || !pi || !qi || c->offset != 0) return std::nullopt;
   p.idx = *pi;
   q.idx = *qi;
@@ -300,13 +323,19 @@ std::optional<MatchedMatmul> match_store(const NodeRef& store, size_t nouts) {
   for (auto& [id, r] : ranges) {
     bool reduce = r->arg.at(2) == ir::kReduceRange;
     if (reduce != is_k(id)) return std::nullopt;  // another reduce loop, or k used as an output loop
-    sizes[id] = r->arg.at(1);
+    if (!ir::is_symbolic_range(*r)) {
+      sizes[id] = r->arg.at(1);
+    } else if (auto v = value_of(r->src[0], values)) {
+      sizes[id] = *v;
+    } else {
+      return std::nullopt;
+    }
   }
   for (int64_t kr : k_ranges)
     if (c->coef.count(kr) || !p.idx.coef.count(kr) || !q.idx.coef.count(kr)) return std::nullopt;
   std::optional<Linear> bias_idx, aux_idx;
-  if (bias && !(bias_idx = linear(bias->src[1], ranges))) return std::nullopt;
-  if (aux && !(aux_idx = linear(aux->src[1], ranges))) return std::nullopt;
+  if (bias && !(bias_idx = linear(bias->src[1], ranges, values))) return std::nullopt;
+  if (aux && !(aux_idx = linear(aux->src[1], ranges, values))) return std::nullopt;
   if (aux && aux_idx->coef != c->coef) return std::nullopt;  // the aux matrix is laid out as C
   if (ranges.size() != sizes.size()) return std::nullopt;    // the bias reads loops the product does not
 
@@ -358,7 +387,7 @@ std::optional<MatchedMatmul> match_store(const NodeRef& store, size_t nouts) {
 
 // A kernel storing a GEMM's pre-activation p and gelu(p) (a training forward keeps p for the
 // backward): the gelu is C, p the aux matrix, laid out as C and stored in its type.
-std::optional<MatchedMatmul> match_gelu_aux(const NodeRef& sink) {
+std::optional<MatchedMatmul> match_gelu_aux(const NodeRef& sink, const ir::Bindings& values) {
   for (size_t i = 0; i < 2; i++) {
     const NodeRef &g = sink->src[i], &p = sink->src[1 - i];
     if (g->op != Op::STORE || p->op != Op::STORE || g->src.size() != 3 || p->src.size() != 3) continue;
@@ -367,7 +396,7 @@ std::optional<MatchedMatmul> match_gelu_aux(const NodeRef& sink) {
     if (!x || p->src[2]->dtype != out || p->src[1] != g->src[1] ||
         strip_casts(x, out) != strip_casts(p->src[2], out))
       continue;
-    std::optional<MatchedMatmul> m = match_store(g, 2);
+    std::optional<MatchedMatmul> m = match_store(g, 2, values);
     if (!m || m->desc.batch != 1) continue;
     GemmEpilogue& e = m->desc.epilogue;
     if (e != GemmEpilogue::Gelu && e != GemmEpilogue::BiasGelu) continue;
@@ -385,12 +414,21 @@ std::optional<MatchedMatmul> match_gelu_aux(const NodeRef& sink) {
 void set_gelu_graph(GeluGraph build) { gelu_graph.store(build); }
 void set_gelu_grad_graph(GeluGradGraph build) { gelu_grad_graph.store(build); }
 
-std::optional<MatchedMatmul> match_matmul(const Kernel& k) {
-  const NodeRef& sink = k.ast;
-  if (sink->op != Op::SINK || sink->src.size() != k.outputs.size()) return std::nullopt;
-  if (k.outputs.size() == 1) return match_store(sink->src[0], 1);
-  if (k.outputs.size() == 2) return match_gelu_aux(sink);
+std::optional<MatchedMatmul> match_matmul_at(const NodeRef& ast, size_t nouts, const ir::Bindings& values) {
+  if (ast->op != Op::SINK || ast->src.size() != nouts) return std::nullopt;
+  if (nouts == 1) return match_store(ast->src[0], 1, values);
+  if (nouts == 2) return match_gelu_aux(ast, values);
   return std::nullopt;
+}
+
+std::optional<MatchedMatmul> match_matmul(const Kernel& k) {
+  ir::Bindings values;
+  if (!k.ast->arg.empty()) {  // symbolic sizes: this realize's, from the tensors the kernel writes and reads
+    std::vector<NodeRef> nodes = k.outputs;
+    nodes.insert(nodes.end(), k.inputs.begin(), k.inputs.end());
+    values = ir::bind_vars(nodes);
+  }
+  return match_matmul_at(k.ast, k.outputs.size(), values);
 }
 
 }  // namespace kiln::schedule

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "ir/symbolic.h"
 #include "schedule/gemm_desc.h"
 #include "schedule/schedule.h"
 
@@ -48,8 +49,13 @@ void set_gelu_grad_graph(GeluGradGraph build);
 
 // The GEMM kernel k computes, or nullopt when it is anything else (elementwise, a reduction that is
 // not a matmul, a matmul with fused work a GEMM epilogue cannot express, several outputs other than
-// a gelu's pre-activation ...).
+// a gelu's pre-activation ...). A kernel with symbolic sizes matches at the values its tensors give
+// the variables in this realize.
 std::optional<MatchedMatmul> match_matmul(const Kernel& k);
+// The same for the kernel AST `ast` with `nouts` outputs, its VARs at `values` (a symbolic kernel's
+// GEMM at one binding; a VAR without a value does not match).
+std::optional<MatchedMatmul> match_matmul_at(const ir::NodeRef& ast, size_t nouts,
+                                             const ir::Bindings& values);
 // Whether a matched GEMM is large enough for the library to beat the generated kernel.
 bool worth_library_gemm(const GemmDesc& d);
 

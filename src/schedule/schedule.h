@@ -18,6 +18,9 @@ struct Kernel {
   // Set for an INDEX_COPY kernel: output 0 is this realized node's buffer, into which the kernel
   // stores only the new slices (its loops run over them); it reads nothing else of it.
   ir::NodeRef in_place;
+  // A kernel with symbolic sizes: its VARs' values (ir::vars_of order) in this realize, set with its
+  // sizes' argument (engine/symbolic.cpp).
+  std::vector<int64_t> var_values;
 };
 
 struct Schedule {

@@ -93,6 +93,29 @@ TEST(LayerNormTile, WithoutWeightAndBiasAndWithoutGradients) {
   expect_close(got, F::layer_norm(x, {65}).to_vector<double>(), 2e-5, "y");
 }
 
+// Rows of a symbolic count: each binding's layer norm runs a tile program split for its own rows
+// (the layer norm's result has concrete dims, so kernels after it are made per size).
+TEST(LayerNormTile, SymbolicRowsAtSeveralBindings) {
+  Var R("R", 1, 256);
+  for (int64_t rows : {40, 7, 130, 40}) {
+    SCOPED_TRACE("rows = " + std::to_string(rows));
+    Tensor x = random_tensor({rows, 65}, DType::F32, -1, 2, 20 + rows).symbolic(0, R);
+    Tensor w = random_tensor({65}, DType::F32, 0.5, 1.5, 8), b = random_tensor({65}, DType::F32, -1, 1, 9);
+    std::vector<double> got, want;
+    {
+      LayerNormMode m("tile");
+      int64_t launches = stats().tile_launches;
+      got = F::layer_norm(x, {65}, w, b).to_vector<double>();
+      EXPECT_GT(stats().tile_launches, launches);
+    }
+    {
+      LayerNormMode m("generated");
+      want = F::layer_norm(x, {65}, w, b).to_vector<double>();
+    }
+    expect_close(got, want, 2e-5, "y");
+  }
+}
+
 TEST(LayerNormTile, UnknownModeIsAnError) {
   LayerNormMode m("fast");
   Tensor x = random_tensor({3, 4}, DType::F32, -1, 1, 12);

@@ -391,12 +391,14 @@ struct GpuByDefault {
 
 // Trains an eager and a jitted copy of the MLP for `steps` steps on new batches (new input buffers
 // at every call) and checks losses, parameters and gradients agree within `tol` (0: exactly).
-// Returns the replays and the graphs launched during them.
+// With `batches`, step i takes batches[i] rows, the jitted step's batch dim symbolic.
+// Returns the replays and the graphs launched, captured and compiled during them.
 struct Replays {
-  int64_t replays = 0, graphs = 0, captures = 0;
+  int64_t replays = 0, graphs = 0, captures = 0, compiled = 0, schedules = 0;
+  int64_t recorded_gemms = 0;  // GEMM library launches of the jitted calls that ran eagerly
 };
 Replays expect_jit_training_matches_eager(int64_t in, int64_t hidden, int64_t batch, double tol,
-                                          int steps = 6) {
+                                          int steps = 6, const std::vector<int64_t>& batches = {}) {
   GpuByDefault gpu;
   GpuMlp eager(in, hidden, 5), jitted(in, hidden, 5);
   optim::AdamW eager_opt(eager.params, {.lr = 1e-2}), jit_opt(jitted.params, {.lr = 1e-2});
@@ -412,16 +414,24 @@ Replays expect_jit_training_matches_eager(int64_t in, int64_t hidden, int64_t ba
     return tol == 0 ? got == want : std::fabs(got - want) <= tol * (1 + std::fabs(want));
   };
   Replays r;
+  Var B("B", 1, 4096);
+  if (!batches.empty()) steps = static_cast<int>(batches.size());
   for (int i = 0; i < steps; i++) {
-    std::vector<Tensor> b = {random_tensor({batch, in}, DType::F32, -1, 1, 100 + 2 * i).to(Device::cuda()),
-                             random_tensor({batch, 8}, DType::F32, -1, 1, 101 + 2 * i).to(Device::cuda())};
+    const int64_t rows = batches.empty() ? batch : batches[static_cast<size_t>(i)];
+    std::vector<Tensor> b = {random_tensor({rows, in}, DType::F32, -1, 1, 100 + 2 * i).to(Device::cuda()),
+                             random_tensor({rows, 8}, DType::F32, -1, 1, 101 + 2 * i).to(Device::cuda())};
     realize(b);
     float want = train(eager, eager_opt, b)[0].item<float>();
+    if (!batches.empty()) b = {b[0].symbolic(0, B), b[1].symbolic(0, B)};
+    const bool replay = step.captured();
     Stats before = stats();
     float got = step(b)[0].item<float>();
     r.graphs += stats().graph_launches - before.graph_launches;
     r.captures += stats().graph_captures - before.graph_captures;
     r.replays += stats().jit_replays - before.jit_replays;
+    if (!replay) r.recorded_gemms += stats().gemm_launches - before.gemm_launches;
+    if (replay) r.compiled += stats().kernels_compiled - before.kernels_compiled;
+    if (replay) r.schedules += stats().schedules - before.schedules;
     EXPECT_TRUE(close(got, want)) << "loss at step " << i << ": " << got << " vs " << want;
   }
   EXPECT_TRUE(step.captured());
@@ -461,6 +471,22 @@ TEST_F(Cuda, JitStepWithLibraryMatmulsReplaysAsCudaGraphs) {
   // cuBLASLt may choose another algorithm for operands of another alignment: allow rounding
   Replays r = expect_jit_training_matches_eager(256, 512, 128, 1e-5);
   EXPECT_EQ(r.graphs, r.replays);
+}
+
+// A training step with a symbolic batch: its matmuls run in cuBLASLt at each binding (the
+// descriptor matched again per value), the generated kernel where the library is not worth it
+// (64 rows); the replays compile and schedule nothing, and each binding gets a graph of its own.
+TEST_F(Cuda, JitSymbolicStepRunsItsMatmulsInTheLibraryAtEveryBatchSize) {
+  if (!settings().cuda_graph) GTEST_SKIP() << "KILN_CUDA_GRAPH=0";
+  kiln::testing::TempCache cache("kiln_cuda_symbolic_gemm");
+  Replays r =
+      expect_jit_training_matches_eager(256, 512, 0, 1e-5, 0, {512, 512, 384, 1024, 64, 512, 384, 1000});
+  EXPECT_GE(r.recorded_gemms, 2) << "the recorded calls ran their symbolic matmuls in the library";
+  EXPECT_EQ(r.replays, 6);
+  EXPECT_EQ(r.graphs, r.replays);
+  EXPECT_EQ(r.compiled, 0);
+  EXPECT_EQ(r.schedules, 0);
+  EXPECT_LE(r.captures, 6);
 }
 
 TEST_F(Cuda, JitReplaysWithoutCudaGraphsWhenSwitchedOff) {

@@ -11,6 +11,7 @@
 #include "gemm_reference.h"
 #include "helpers.h"
 #include "ir/graph_rewrite.h"
+#include "ir/symbolic.h"
 #include "runtime/buffer.h"
 #include "schedule/match_matmul.h"
 
@@ -276,6 +277,47 @@ TEST(MatchMatmul, BiasFirstInTheSum) {
 }
 
 // --- kernels that are not GEMMs ---
+
+// A kernel with symbolic sizes matches at the values its tensors bind (the GEMM of this realize),
+// and match_matmul_at gives its GEMM at any other values: a linear over (B, 8, 16) rows with B
+// symbolic, its weight gradient summed over B and time (a symbolic K), and a batch of B matmuls.
+TEST(MatchMatmul, SymbolicKernelsMatchAtEachBinding) {
+  Var B("B", 1, 64);
+  nn::Linear lin(16, 12);
+  for (int64_t b : {3, 5}) {
+    SCOPED_TRACE("B = " + std::to_string(b));
+    Tensor x = rnd({b, 8, 16}, DType::F32, 60 + b).symbolic(0, B), dy = rnd({b, 8, 12}, DType::F32, 70 + b);
+    dy = dy.symbolic(0, B);
+    Tensor wb = rnd({b, 16, 12}, DType::F32, 80 + b).symbolic(0, B);
+    struct Case {
+      Tensor t;
+      int64_t m, n, k, batch;
+    };
+    for (auto& c : std::vector<Case>{{lin->forward(x), b * 8, 12, 16, 1},
+                                     {(x.unsqueeze(3) * dy.unsqueeze(2)).sum({0, 1}), 16, 12, b * 8, 1},
+                                     {x.matmul(wb), 8, 12, 16, b}}) {
+      auto ks = kernels_of(c.t);
+      ASSERT_EQ(ks.size(), 1u);
+      ASSERT_FALSE(ks[0].ast->arg.empty()) << "the kernel has symbolic sizes";
+      auto m = schedule::match_matmul(ks[0]);
+      ASSERT_TRUE(m);
+      EXPECT_EQ(m->desc.m, c.m);
+      EXPECT_EQ(m->desc.n, c.n);
+      EXPECT_EQ(m->desc.k, c.k);
+      EXPECT_EQ(m->desc.batch, c.batch);
+      expect_same_values(c.t, *m);
+      // the same AST at B = 40: the sizes and strides scale with it
+      std::vector<ir::NodeRef> vars = ir::vars_of(ks[0].ast);
+      ASSERT_EQ(vars.size(), 1u);
+      auto at40 = schedule::match_matmul_at(ks[0].ast, 1, {{vars[0].get(), 40}});
+      ASSERT_TRUE(at40);
+      EXPECT_EQ(at40->desc.m * at40->desc.k * at40->desc.batch,
+                m->desc.m * m->desc.k * m->desc.batch / b * 40);
+      if (c.batch > 1) EXPECT_EQ(at40->desc.batch, 40);
+      EXPECT_FALSE(schedule::match_matmul_at(ks[0].ast, 1, {}));  // no value for B: no GEMM
+    }
+  }
+}
 
 TEST(MatchMatmul, RejectsSum) {
   Tensor x = rnd({8, 16}, DType::F32, 40);

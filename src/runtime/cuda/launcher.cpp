@@ -92,8 +92,12 @@ class CudaLauncher : public Launcher {
           queue(s.launch, args.data(), g.scratch);
         }
       };
+      // a graph holds each GEMM's descriptor: launches bound per replay (Launch::rebind) key it too
+      std::vector<void*> key = slots;
+      for (const SlotLaunch& s : list)
+        if (s.launch.rebind) key.push_back(const_cast<schedule::MatchedMatmul*>(s.launch.gemm.get()));
       std::string why;
-      if (g.cache.run(slots, issue, why)) {
+      if (g.cache.run(key, issue, why)) {
         stats().kernels_run += static_cast<int64_t>(list.size());
         return;
       }
