@@ -2,7 +2,8 @@
 // tokens: loss per step, median step time, tokens/s and peak device memory as one JSON line. With bf16, the
 // forward runs under kiln::Autocast(BF16) (matmuls and attention in bf16, f32 weights, gradients and AdamW
 // state); f32 matmuls use TF32. Usage: bench_gpt2_gpu [B] [T] [steps] [jit 0|1] [f32|bf16]   (defaults 4 1024
-// 8 0 f32)
+// 8 0 f32). GPT_SYMBOLIC_B=b: the batch dim is symbolic and odd steps take b rows (one captured step
+// serves both sizes; "ms_b" is the median of those steps).
 #include <kiln/kiln.h>
 #include <kiln/nn.h>
 
@@ -50,6 +51,15 @@ int main(int argc, char** argv) {
   auto t_opt = std::chrono::steady_clock::now();
   optim::AdamW opt(model->parameters(), {.lr = 3e-4, .weight_decay = 0.0});
   Tensor idx = randint(0, 50257, {B, T}).realize(), tgt = randint(0, 50257, {B, T}).realize();
+  const int64_t alt_b = std::getenv("GPT_SYMBOLIC_B") ? std::atoll(std::getenv("GPT_SYMBOLIC_B")) : 0;
+  Var batch("B", 1, std::max<int64_t>(B, alt_b));
+  Tensor idx_b, tgt_b;
+  if (alt_b > 0) {
+    idx_b = randint(0, 50257, {alt_b, T}).realize().symbolic(0, batch);
+    tgt_b = randint(0, 50257, {alt_b, T}).realize().symbolic(0, batch);
+    idx = idx.symbolic(0, batch);
+    tgt = tgt.symbolic(0, batch);
+  }
   std::fprintf(stderr, "bench_gpt2_gpu: setup: CUDA probe %.2f s, model %.2f s, optimizer and data %.2f s\n",
                probe_s, model_s, seconds(t_opt));
   auto train = [&](const Tensor& x, const Tensor& y) {
@@ -64,7 +74,7 @@ int main(int argc, char** argv) {
     return loss;
   };
   Jit jitted([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{train(in[0], in[1])}; });
-  std::vector<double> ms;
+  std::vector<double> ms, ms_b;
   std::vector<float> losses;
   double first_s = 0, ready_s = 0, first_done_s = 0;
   auto since_start = [&] {
@@ -76,20 +86,28 @@ int main(int argc, char** argv) {
     const int64_t replays = stats().jit_replays;
     if (s == 0) ready_s = since_start();  // the device, model, optimizer and data set up
     auto t0 = std::chrono::steady_clock::now();
-    float loss = (use_jit ? jitted({idx, tgt})[0] : train(idx, tgt)).item<float>();
+    const bool odd = alt_b > 0 && s % 2 == 1;
+    const Tensor &x = odd ? idx_b : idx, &y = odd ? tgt_b : tgt;
+    float loss = (use_jit ? jitted({x, y})[0] : train(x, y)).item<float>();
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (s == 0) {
       first_s = dt;
       first_done_s = since_start();
     }
     // the steady state: with the jit its replays only, else every step from the third on
-    if (use_jit ? stats().jit_replays > replays : s >= 2) ms.push_back(dt * 1e3);
+    if (use_jit ? stats().jit_replays > replays : s >= 2) (odd ? ms_b : ms).push_back(dt * 1e3);
     losses.push_back(loss);
     std::fprintf(stderr, "bench_gpt2_gpu: step %d loss %.4f %.1f ms (kernels %.1f ms)\n", s, loss, dt * 1e3,
                  stats().device_ms - dev0);
   }
   std::sort(ms.begin(), ms.end());
+  std::sort(ms_b.begin(), ms_b.end());
   double med = ms.empty() ? first_s * 1e3 : ms[ms.size() / 2];
+  if (alt_b > 0)
+    std::printf(
+        "{\"workload\": \"G8\", \"symbolic_batch\": [%lld, %lld], \"ms_b\": %.1f, \"replays_b\": %zu}\n",
+        static_cast<long long>(B), static_cast<long long>(alt_b), ms_b.empty() ? 0.0 : ms_b[ms_b.size() / 2],
+        ms_b.size());
   std::printf(
       "{\"workload\": \"G8\", \"name\": \"gpt2_124M_train_step_B%lld_T%lld_%s\", \"impl\": \"kiln%s\", "
       "\"ms\": %.1f, \"tok/s\": %.0f, \"first_step_s\": %.1f, \"setup_s\": %.2f, \"first_step_done_s\": "
