@@ -433,6 +433,18 @@ TEST(MatchMatmul, LinearsAddTheirBiasInTheEpilogue) {
   }
 }
 
+// The library's plan over a graph with a symbolic batch: the matmul is split out of the relu and
+// matched at this graph's binding, and kernels whose tensors only show B * 64 rows are planned too.
+TEST(MatchMatmul, LibraryPlanOverASymbolicBatch) {
+  Var B("B", 1, 64);
+  Tensor w = random_tensor({256, 512}, DType::F32, -1, 1, 33);
+  for (int64_t b : {16, 5}) {
+    Tensor x = random_tensor({b, 64, 256}, DType::F32, -1, 1, 34 + b).symbolic(0, B);
+    Tensor y = x.reshape({b * 64, 256}).matmul(w).relu();
+    EXPECT_EQ(library_gemms({y}, true), 1) << "B = " << b;
+  }
+}
+
 // --- a gelu and its gradient taken into the GEMM (GELU_AUX, DGELU) ---
 
 namespace {
