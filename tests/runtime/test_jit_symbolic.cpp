@@ -2,6 +2,7 @@
 // (bound from the inputs' shapes) with no scheduling or compiling, and matches eager steps.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
+#include <kiln/nn.h>
 
 #include <cmath>
 #include <vector>
@@ -139,6 +140,35 @@ TEST(JitSymbolic, LayerNormRunnerOverASymbolicDimIsNotCaptured) {
     EXPECT_TRUE(allclose(got, fn(x), 1e-4, 1e-5)) << "T = " << t;
   }
   EXPECT_FALSE(f.captured());
+}
+
+// A GPT training step whose batch size changes at every call, from the first: the recordings at
+// two sizes are the same step, so it is captured, and its replays match eager steps.
+TEST(JitSymbolic, GptStepAlternatingBatchSizesIsCaptured) {
+  nn::GPTConfig c{
+      .vocab_size = 11, .block_size = 8, .n_layer = 1, .n_head = 2, .n_embd = 16, .dropout = 0, .bias = true};
+  manual_seed(3);
+  nn::GPT jitted(c);
+  manual_seed(3);
+  nn::GPT eager(c);
+  optim::AdamW jit_opt(jitted->parameters(), {.lr = 1e-2}), eager_opt(eager->parameters(), {.lr = 1e-2});
+  auto train = [](nn::GPT& m, optim::AdamW& opt, const Tensor& x, const Tensor& y) {
+    Tensor loss = m(x, y).second;
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    return loss;
+  };
+  Jit step([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{train(jitted, jit_opt, in[0], in[1])}; });
+  Var B("B", 1, 8);
+  for (int64_t b : {4, 3, 4, 3, 4, 3, 7, 4}) {
+    manual_seed(static_cast<uint64_t>(b));
+    Tensor x = randint(0, 11, {b, 8}).realize(), y = randint(0, 11, {b, 8}).realize();
+    float want = train(eager, eager_opt, x, y).item<float>();
+    float got = step({x.symbolic(0, B), y.symbolic(0, B)})[0].item<float>();
+    EXPECT_NEAR(got, want, 1e-5 * std::abs(want)) << "B = " << b;
+  }
+  EXPECT_TRUE(step.captured());
 }
 
 TEST(JitSymbolic, ReplayWithoutTheSymbolicDimIsAnError) {
