@@ -123,6 +123,7 @@ NodeRef fold_onehot_sums(const NodeRef& ast, std::vector<std::string>& log) {
     for (auto& n : ir::toposort({cur})) {
       if (n->op != Op::REDUCE || n->arg[0] != static_cast<int64_t>(Op::ADD)) continue;
       for (size_t k = 1; k < n->src.size() && !folded; k++) {
+        if (ir::is_symbolic_range(*n->src[k])) continue;  // its bound is the loop's trip count
         NodeRef body = select_onehot(n->src[0], n->src[k]);
         if (!body) continue;
         std::vector<NodeRef> src{body};

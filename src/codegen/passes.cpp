@@ -51,13 +51,12 @@ Lowered lower(const NodeRef& ast, Target target, const DeviceLimits& limits) {
   bool serial = false;
   int64_t scratch_bytes = 0;
   // a kernel with symbolic loops (ir/symbolic.h): the opts leave those loops alone, and the ones
-  // that size their work by a kernel's trip counts (one-hot folds, scatters, packs, chunked sums)
-  // do not run
+  // that size their work by a kernel's trip counts (packs, chunked sums) do not run
   const bool symbolic = ir::vars_in_use() && !ir::vars_of(ast).empty();
   if (!settings().noopt) {
-    if (!symbolic) s = fold_onehot_sums(s, out.opts);
+    s = fold_onehot_sums(s, out.opts);
     // the GPU's scatter-adds are atomic: their order, so their rounding, varies from run to run
-    if (!symbolic && (target == Target::CPU || !settings().deterministic)) {
+    if (target == Target::CPU || !settings().deterministic) {
       Scatter sc = scatter_onehot_sums(s, target, out.opts);
       s = sc.ast;
       zero_elems = sc.zero_elems;

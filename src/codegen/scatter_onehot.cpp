@@ -31,6 +31,9 @@ Scatter scatter_onehot_sums(const NodeRef& ast, Target target, std::vector<std::
     if (n->op == Op::REDUCE && n != red) return out;
     if (n->op == Op::RANGE && n->arg[2] == ir::kGlobalRange) globals.push_back(n);
   }
+  // the output is zeroed first, by a count of elements known before the launch
+  for (const NodeRef& g : globals)
+    if (ir::is_symbolic_range(*g)) return out;
   std::sort(globals.begin(), globals.end(), [](auto& a, auto& b) { return a->arg[0] < b->arg[0]; });
   for (const NodeRef& v : globals) {
     NodeRef index;
@@ -53,7 +56,7 @@ Scatter scatter_onehot_sums(const NodeRef& ast, Target target, std::vector<std::
       int64_t id = target == Target::CUDA
                        ? lo - static_cast<int64_t>(red->src.size()) + static_cast<int64_t>(k)
                        : hi + static_cast<int64_t>(k);
-      subs[red->src[k].get()] = ir::range_of_kind(id, red->src[k]->arg[1], ir::kGlobalRange);
+      subs[red->src[k].get()] = ir::range_like(red->src[k], id, ir::kGlobalRange);
     }
     NodeRef val = ir::substitute(body, subs);
     NodeRef idx = ir::substitute(store->src[1], {{v.get(), ir::substitute(index, subs)}});

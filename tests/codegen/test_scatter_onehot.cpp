@@ -35,6 +35,26 @@ TEST(ScatterOnehot, TiedEmbeddingGradientIsAScatterAddBesideTheMatmul) {
   EXPECT_TRUE(expect_matches_reference(gw, 1e-4, 1e-5));
 }
 
+// With a symbolic batch of ids: the lookup folds to a gather and the gradient scatters, with the
+// loops over the tokens running to the bound size, at each binding.
+TEST(ScatterOnehot, SymbolicBatchFoldsAndScatters) {
+  Var B("B", 1, 16);
+  Tensor w = random_tensor({50, 24}, DType::F32, -1, 1, 6);
+  for (int64_t b : {3, 7}) {
+    SCOPED_TRACE("B = " + std::to_string(b));
+    manual_seed(static_cast<uint64_t>(b));
+    Tensor idx = randint(0, 50, {b, 32}).realize().symbolic(0, B);
+    Tensor wg = w.detach().requires_grad_();
+    Tensor y = nn::functional::embedding(idx, wg);
+    EXPECT_NE(kernel_opts(y).find("FOLD_ONEHOT 50"), std::string::npos) << kernel_opts(y);
+    EXPECT_TRUE(expect_matches_reference(y, 1e-6, 1e-6));
+    (y * random_tensor({b, 32, 24}, DType::F32, -1, 1, 7).symbolic(0, B)).sum().backward();
+    Tensor gw = wg.grad();
+    EXPECT_NE(kernel_opts(gw).find("SCATTER_ONEHOT 50"), std::string::npos) << kernel_opts(gw);
+    EXPECT_TRUE(expect_matches_reference(gw, 1e-5, 1e-6));
+  }
+}
+
 TEST(ScatterOnehot, DeterministicSettingKeepsGpuSumsInOrder) {
   // KILN_DETERMINISTIC: the GPU keeps the sum (atomic adds vary in order); the CPU's scatter is in
   // order already (each thread owns its output columns) and stays

@@ -219,8 +219,13 @@ TEST(Symbolic, ShorterLastBatchOfATrainingStepCompilesNothing) {
 // GEMM library and the flash-attention kernels where the device has them: each step's loss equals
 // the concrete model's.
 TEST(Symbolic, AutocastTrainingStepsAtChangingBatchesMatchConcrete) {
-  nn::GPTConfig c{
-      .vocab_size = 64, .block_size = 64, .n_layer = 1, .n_head = 4, .n_embd = 256, .dropout = 0, .bias = true};
+  nn::GPTConfig c{.vocab_size = 64,
+                  .block_size = 64,
+                  .n_layer = 1,
+                  .n_head = 4,
+                  .n_embd = 256,
+                  .dropout = 0,
+                  .bias = true};
   manual_seed(4);
   nn::GPT sym(c);
   manual_seed(4);

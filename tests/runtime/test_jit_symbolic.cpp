@@ -159,7 +159,9 @@ TEST(JitSymbolic, GptStepAlternatingBatchSizesIsCaptured) {
     opt.step();
     return loss;
   };
-  Jit step([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{train(jitted, jit_opt, in[0], in[1])}; });
+  Jit step([&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{train(jitted, jit_opt, in[0], in[1])};
+  });
   Var B("B", 1, 8);
   for (int64_t b : {4, 3, 4, 3, 4, 3, 7, 4}) {
     manual_seed(static_cast<uint64_t>(b));
