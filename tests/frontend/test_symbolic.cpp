@@ -4,6 +4,7 @@
 #include <kiln/kiln.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -181,33 +182,61 @@ Tensor cyclic_batch(int64_t b, int64_t t, int64_t offset) {
   return tensor(v, {b, t});
 }
 
-// A training step whose batch dim is symbolic: the last, shorter batch compiles nothing new, and
-// the losses are those of the same model trained on concrete batches.
-TEST(Symbolic, ShorterLastBatchOfATrainingStepCompilesNothing) {
-  testing::TempCache cache("kiln_symbolic_gpt");
-  nn::GPTConfig c{
-      .vocab_size = 11, .block_size = 8, .n_layer = 1, .n_head = 2, .n_embd = 16, .dropout = 0, .bias = true};
-  manual_seed(3);
-  nn::GPT sym(c);
-  manual_seed(3);
-  nn::GPT con(c);
-  optim::AdamW opt_sym(sym->parameters(), {.lr = 1e-2}), opt_con(con->parameters(), {.lr = 1e-2});
-  Var B("B", 1, 8);
-  auto step = [&](nn::GPT& m, optim::AdamW& opt, int64_t b, bool symbolic) {
-    Tensor x = cyclic_batch(b, 8, 0), y = cyclic_batch(b, 8, 1);
+// Two copies of a GPT trained from the same start with AdamW, one on batches whose dim 0 is symbolic:
+// step() trains both on (b, block_size) batches of a repeating sequence and returns both losses.
+struct TwinGpts {
+  nn::GPTConfig config;
+  std::optional<DType> autocast;
+  nn::GPT sym, con;
+  optim::AdamW opt_sym, opt_con;
+  Var B{"B", 1, 8};
+  static nn::GPT seeded(const nn::GPTConfig& c, uint64_t seed) {
+    manual_seed(seed);
+    return nn::GPT(c);
+  }
+  TwinGpts(const nn::GPTConfig& c, uint64_t seed, double lr, std::optional<DType> autocast = std::nullopt)
+      : config(c),
+        autocast(autocast),
+        sym(seeded(c, seed)),
+        con(seeded(c, seed)),
+        opt_sym(sym->parameters(), {.lr = lr}),
+        opt_con(con->parameters(), {.lr = lr}) {}
+  float one(nn::GPT& m, optim::AdamW& opt, int64_t b, bool symbolic) {
+    Tensor x = cyclic_batch(b, config.block_size, 0), y = cyclic_batch(b, config.block_size, 1);
     if (symbolic) x = x.symbolic(0, B), y = y.symbolic(0, B);
-    Tensor loss = m(x, y).second;
+    Tensor loss;
+    {
+      Autocast ac(autocast);
+      loss = m(x, y).second;
+    }
     opt.zero_grad();
     loss.backward();
     opt.step();
     return loss.item<float>();
-  };
+  }
+  std::pair<float, float> step(int64_t b) {
+    return {one(sym, opt_sym, b, true), one(con, opt_con, b, false)};
+  }
+};
+
+// A training step whose batch dim is symbolic: the last, shorter batch compiles nothing new, and
+// the losses are those of the same model trained on concrete batches.
+TEST(Symbolic, ShorterLastBatchOfATrainingStepCompilesNothing) {
+  testing::TempCache cache("kiln_symbolic_gpt");
+  TwinGpts twins({.vocab_size = 11,
+                  .block_size = 8,
+                  .n_layer = 1,
+                  .n_head = 2,
+                  .n_embd = 16,
+                  .dropout = 0,
+                  .bias = true},
+                 3, 1e-2);
   std::vector<int64_t> batches{4, 4, 4, 3};
   for (size_t i = 0; i < batches.size(); i++) {
     int64_t before = stats().kernels_compiled;
-    float a = step(sym, opt_sym, batches[i], true);
+    float a = twins.one(twins.sym, twins.opt_sym, batches[i], true);
     int64_t compiled = stats().kernels_compiled - before;
-    float b = step(con, opt_con, batches[i], false);
+    float b = twins.one(twins.con, twins.opt_con, batches[i], false);
     EXPECT_NEAR(a, b, 1e-5 * std::abs(b)) << "step " << i;
     if (i == batches.size() - 1) {
       EXPECT_EQ(compiled, 0) << "the last batch of " << batches[i] << " rows";
@@ -215,38 +244,20 @@ TEST(Symbolic, ShorterLastBatchOfATrainingStepCompilesNothing) {
   }
 }
 
-// The same model under bf16 autocast with a batch that changes every step, large enough for the
-// GEMM library and the flash-attention kernels where the device has them: each step's loss equals
-// the concrete model's.
+// The same under bf16 autocast with a batch that changes every step, large enough for the GEMM
+// library and the flash-attention kernels where the device has them: each step's loss equals the
+// concrete model's.
 TEST(Symbolic, AutocastTrainingStepsAtChangingBatchesMatchConcrete) {
-  nn::GPTConfig c{.vocab_size = 64,
+  TwinGpts twins({.vocab_size = 64,
                   .block_size = 64,
                   .n_layer = 1,
                   .n_head = 4,
                   .n_embd = 256,
                   .dropout = 0,
-                  .bias = true};
-  manual_seed(4);
-  nn::GPT sym(c);
-  manual_seed(4);
-  nn::GPT con(c);
-  optim::AdamW opt_sym(sym->parameters(), {.lr = 1e-3}), opt_con(con->parameters(), {.lr = 1e-3});
-  Var B("B", 1, 8);
-  auto step = [&](nn::GPT& m, optim::AdamW& opt, int64_t b, bool symbolic) {
-    Tensor x = cyclic_batch(b, 64, 0), y = cyclic_batch(b, 64, 1);
-    if (symbolic) x = x.symbolic(0, B), y = y.symbolic(0, B);
-    Tensor loss;
-    {
-      Autocast ac(DType::BF16);
-      loss = m(x, y).second;
-    }
-    opt.zero_grad();
-    loss.backward();
-    opt.step();
-    return loss.item<float>();
-  };
+                  .bias = true},
+                 4, 1e-3, DType::BF16);
   for (int64_t b : {8, 5, 3}) {
-    float got = step(sym, opt_sym, b, true), want = step(con, opt_con, b, false);
+    auto [got, want] = twins.step(b);
     EXPECT_NEAR(got, want, 2e-3 * std::abs(want)) << "B = " << b;
   }
 }

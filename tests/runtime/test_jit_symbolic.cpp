@@ -23,6 +23,16 @@ bool allclose(const Tensor& got, const Tensor& want, double rtol, double atol) {
   return true;
 }
 
+// One optimizer step on the loss `loss_of` computes; returns that loss.
+template <class LossOf>
+Tensor train_step(optim::Optimizer& opt, LossOf&& loss_of) {
+  Tensor loss = loss_of();
+  opt.zero_grad();
+  loss.backward();
+  opt.step();
+  return loss;
+}
+
 struct Model {
   std::vector<Tensor> params;
   explicit Model(uint64_t seed) {
@@ -44,11 +54,7 @@ TEST(JitSymbolic, TrainingStepReplaysAtEveryBatchSize) {
   Model eager(5), jitted(5);
   optim::AdamW eager_opt(eager.params, {.lr = 1e-2}), jit_opt(jitted.params, {.lr = 1e-2});
   auto train = [](const Model& m, optim::Optimizer& opt, const Tensor& x, const Tensor& y) {
-    Tensor loss = m.loss(x, y);
-    opt.zero_grad();
-    loss.backward();
-    opt.step();
-    return loss;
+    return train_step(opt, [&] { return m.loss(x, y); });
   };
   Jit step([&](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{train(jitted, jit_opt, in[0], in[1])};
@@ -153,11 +159,7 @@ TEST(JitSymbolic, GptStepAlternatingBatchSizesIsCaptured) {
   nn::GPT eager(c);
   optim::AdamW jit_opt(jitted->parameters(), {.lr = 1e-2}), eager_opt(eager->parameters(), {.lr = 1e-2});
   auto train = [](nn::GPT& m, optim::AdamW& opt, const Tensor& x, const Tensor& y) {
-    Tensor loss = m(x, y).second;
-    opt.zero_grad();
-    loss.backward();
-    opt.step();
-    return loss;
+    return train_step(opt, [&] { return m(x, y).second; });
   };
   Jit step([&](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{train(jitted, jit_opt, in[0], in[1])};
