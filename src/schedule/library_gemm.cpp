@@ -90,7 +90,7 @@ std::optional<GemmDesc> library_desc(const std::vector<NodeRef>& outs,
   int64_t id = -100;
   for (const Node* r : realized)
     if (r->op != Op::BUFFER && !r->buffer)
-      subs[r] = ir::make(Op::BUFFER, r->dtype, r->shape, {}, {id--, r->device});
+      subs[r] = ir::make_sym(Op::BUFFER, r->dtype, r->shape, {}, {id--, r->device}, r->sym);
   std::vector<NodeRef> alone;
   uint64_t hash = 0;
   for (auto& o : outs) {

@@ -436,6 +436,28 @@ TEST(MatchMatmul, LinearsAddTheirBiasInTheEpilogue) {
 // The library's plan over a graph with a symbolic batch: the matmul is split out of the relu and
 // matched at this graph's binding, and kernels whose tensors only show B * 64 rows are planned too.
 TEST(MatchMatmul, LibraryPlanOverASymbolicBatch) {
+  // a GPT step's gradients: as many library matmuls with the batch dim symbolic as without
+  nn::GPTConfig c{.vocab_size = 512,
+                  .block_size = 128,
+                  .n_layer = 1,
+                  .n_head = 2,
+                  .n_embd = 128,
+                  .dropout = 0,
+                  .bias = true};
+  manual_seed(3);
+  nn::GPT gpt(c);
+  std::vector<int> counts;
+  for (bool symbolic : {false, true}) {
+    Tensor ids = randint(0, 512, {8, 128}).realize(), tgt = randint(0, 512, {8, 128}).realize();
+    Var batch("B", 1, 16);
+    if (symbolic) ids = ids.symbolic(0, batch), tgt = tgt.symbolic(0, batch);
+    Tensor loss = gpt(ids, tgt).second;
+    std::vector<Tensor> outs = grad({loss}, gpt->parameters());
+    outs.push_back(loss);
+    counts.push_back(library_gemms(outs, true));
+  }
+  EXPECT_GE(counts[0], 10);
+  EXPECT_EQ(counts[1], counts[0]);
   Var B("B", 1, 64);
   Tensor w = random_tensor({256, 512}, DType::F32, -1, 1, 33);
   for (int64_t b : {16, 5}) {
