@@ -53,11 +53,24 @@ std::optional<int64_t> known_value(const NodeRef& e) {
   return it->second;
 }
 
-// A symbolic dim e split over dims `out` (their sizes): each takes consecutive factors of e whose
-// values multiply to its size; empty when they do not.
-std::vector<NodeRef> split_product(const NodeRef& e, const std::vector<int64_t>& out) {
+// A symbolic dim e of size `whole` split over dims `out` (their sizes): each takes consecutive
+// factors of e whose values multiply to its size; empty when they do not. A product of one variable
+// and constants gives the variable's value in this graph (whole over the constants); only a product
+// of several variables falls back on the values they were last given.
+std::vector<NodeRef> split_product(const NodeRef& e, int64_t whole, const std::vector<int64_t>& out) {
   std::vector<NodeRef> f, sym(out.size());
   factors(e, f);
+  const Node* only_var = nullptr;
+  int64_t constants = 1, vars = 0;
+  for (const NodeRef& x : f) {
+    if (x->op == Op::CONST) constants *= x->ival();
+    vars += x->op == Op::VAR;
+    if (x->op == Op::VAR) only_var = x.get();
+  }
+  const bool solved = vars == 1 && constants > 0 && whole % constants == 0;
+  auto known_value = [&](const NodeRef& x) {
+    return solved && x.get() == only_var ? std::optional<int64_t>(whole / constants) : ir::known_value(x);
+  };
   size_t k = 0;
   for (size_t j = 0; j < out.size(); j++) {
     if (out[j] == 1) {  // a factor of size 1 (a variable bound to 1) lands on a dim of 1
@@ -131,7 +144,7 @@ std::vector<NodeRef> reshape_sym(const Shape& out, const NodeRef& x) {
       size_t end = j;                          // with the dims of 1 after it, where factors of 1 land
       while (end < out.size() && out[end] == 1) end++;
       std::vector<NodeRef> parts = split_product(
-          x->sym[i0],
+          x->sym[i0], in[i0],
           std::vector<int64_t>(out.begin() + static_cast<long>(units), out.begin() + static_cast<long>(end)));
       for (size_t k = 0; k < parts.size(); k++) sym[units + k] = parts[k];
       if (!parts.empty()) {

@@ -5,6 +5,7 @@
 #include <kiln/nn.h>
 
 #include <cmath>
+#include <map>
 #include <vector>
 
 #include "helpers.h"
@@ -149,7 +150,9 @@ TEST(JitSymbolic, LayerNormRunnerOverASymbolicDimIsNotCaptured) {
 }
 
 // A GPT training step whose batch size changes at every call, from the first: the recordings at
-// two sizes are the same step, so it is captured, and its replays match eager steps.
+// two sizes are the same step, so it is captured, and its replays match eager steps. The batches
+// are all marked symbolic before the first call (the variable was last given another size than
+// the call's: its reshapes of B * 8 rows back to (B, 8) still place B).
 TEST(JitSymbolic, GptStepAlternatingBatchSizesIsCaptured) {
   nn::GPTConfig c{
       .vocab_size = 11, .block_size = 8, .n_layer = 1, .n_head = 2, .n_embd = 16, .dropout = 0, .bias = true};
@@ -165,11 +168,16 @@ TEST(JitSymbolic, GptStepAlternatingBatchSizesIsCaptured) {
     return std::vector<Tensor>{train(jitted, jit_opt, in[0], in[1])};
   });
   Var B("B", 1, 8);
-  for (int64_t b : {4, 3, 4, 3, 4, 3, 7, 4}) {
+  std::map<int64_t, std::vector<Tensor>> batches;  // x, y and their symbolic marks
+  for (int64_t b : {4, 3, 7}) {
     manual_seed(static_cast<uint64_t>(b));
     Tensor x = randint(0, 11, {b, 8}).realize(), y = randint(0, 11, {b, 8}).realize();
-    float want = train(eager, eager_opt, x, y).item<float>();
-    float got = step({x.symbolic(0, B), y.symbolic(0, B)})[0].item<float>();
+    batches[b] = {x, y, x.symbolic(0, B), y.symbolic(0, B)};
+  }
+  for (int64_t b : {4, 3, 4, 3, 4, 3, 7, 4}) {
+    const std::vector<Tensor>& in = batches.at(b);
+    float want = train(eager, eager_opt, in[0], in[1]).item<float>();
+    float got = step({in[2], in[3]})[0].item<float>();
     EXPECT_NEAR(got, want, 1e-5 * std::abs(want)) << "B = " << b;
   }
   EXPECT_TRUE(step.captured());
