@@ -55,21 +55,14 @@ std::optional<int64_t> known_value(const NodeRef& e) {
 
 // A symbolic dim e of size `whole` split over dims `out` (their sizes): each takes consecutive
 // factors of e whose values multiply to its size; empty when they do not. A product of one variable
-// and constants gives the variable's value in this graph (whole over the constants); only a product
-// of several variables falls back on the values they were last given.
+// and constants gives the variable's value in this graph (solve_var); only a product of several
+// variables falls back on the values they were last given.
 std::vector<NodeRef> split_product(const NodeRef& e, int64_t whole, const std::vector<int64_t>& out) {
   std::vector<NodeRef> f, sym(out.size());
   factors(e, f);
-  const Node* only_var = nullptr;
-  int64_t constants = 1, vars = 0;
-  for (const NodeRef& x : f) {
-    if (x->op == Op::CONST) constants *= x->ival();
-    vars += x->op == Op::VAR;
-    if (x->op == Op::VAR) only_var = x.get();
-  }
-  const bool solved = vars == 1 && constants > 0 && whole % constants == 0;
+  const std::optional<std::pair<const Node*, int64_t>> solved = solve_var(e, whole);
   auto known_value = [&](const NodeRef& x) {
-    return solved && x.get() == only_var ? std::optional<int64_t>(whole / constants) : ir::known_value(x);
+    return solved && x.get() == solved->first ? std::optional<int64_t>(solved->second) : ir::known_value(x);
   };
   size_t k = 0;
   for (size_t j = 0; j < out.size(); j++) {
@@ -158,6 +151,24 @@ std::vector<NodeRef> reshape_sym(const Shape& out, const NodeRef& x) {
 }
 
 }  // namespace
+
+std::optional<std::pair<const Node*, int64_t>> solve_var(const NodeRef& e, int64_t size) {
+  std::vector<NodeRef> f;
+  factors(e, f);
+  const Node* var = nullptr;
+  int64_t constants = 1;
+  for (const NodeRef& x : f) {
+    if (x->op == Op::CONST) {
+      constants *= x->ival();
+    } else if (x->op == Op::VAR && !var) {
+      var = x.get();
+    } else {
+      return std::nullopt;  // a second variable, or another expression
+    }
+  }
+  if (!var || constants <= 0 || size % constants != 0) return std::nullopt;
+  return std::make_pair(var, size / constants);
+}
 
 bool same_product(const std::vector<NodeRef>& a, const std::vector<NodeRef>& b) {
   auto monomial = [](const std::vector<NodeRef>& dims) {

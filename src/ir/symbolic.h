@@ -4,8 +4,10 @@
 // loop to the expression, which the launch binds, so one compiled kernel serves every value.
 // Everything else (checks, buffer sizes) keeps using the concrete sizes of the call.
 #pragma once
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ir/node.h"
@@ -40,6 +42,9 @@ NodeRef remake_view(const NodeRef& view, NodeRef src, DType dtype);
 // checks each in its bounds, bound once, and every symbolic dim's expression equal to its size.
 using Bindings = std::unordered_map<const Node*, int64_t>;
 Bindings bind_vars(const std::vector<NodeRef>& nodes);
+// The variable of e and its value when e is one variable times constants (B, 8 * B) and e equals
+// `size`; nullopt for anything else.
+std::optional<std::pair<const Node*, int64_t>> solve_var(const NodeRef& e, int64_t size);
 // An I64 expression's value with VARs bound.
 int64_t eval_index(const NodeRef& e, const Bindings& b);
 // Elements of n with each symbolic dim at its largest value (its variables at their upper bounds):

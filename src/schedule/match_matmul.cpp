@@ -423,19 +423,15 @@ std::optional<MatchedMatmul> match_matmul_at(const NodeRef& ast, size_t nouts, c
 
 std::optional<MatchedMatmul> match_matmul(const Kernel& k) {
   // symbolic sizes: this realize's, from the dims of the tensors the kernel writes and reads that
-  // are a variable or a constant times one (B, B * T with T concrete); a variable none of them gives
-  // leaves the kernel unmatched
+  // are one variable times constants (B, B * T with T concrete: ir::solve_var); a variable none of
+  // them gives leaves the kernel unmatched
   ir::Bindings values;
   if (!k.ast->arg.empty()) {
     std::vector<NodeRef> nodes = k.outputs;
     nodes.insert(nodes.end(), k.inputs.begin(), k.inputs.end());
     for (auto& n : nodes)
-      for (size_t d = 0; d < n->sym.size(); d++) {
-        NodeRef v = n->sym[d];
-        int64_t size = n->shape[d], times = 1;
-        if (v && v->op == Op::MUL && v->src[1]->op == Op::CONST) times = v->src[1]->ival(), v = v->src[0];
-        if (v && v->op == Op::VAR && times > 0 && size % times == 0) values.emplace(v.get(), size / times);
-      }
+      for (size_t d = 0; d < n->sym.size(); d++)
+        if (auto v = n->sym[d] ? ir::solve_var(n->sym[d], n->shape[d]) : std::nullopt) values.insert(*v);
   }
   return match_matmul_at(k.ast, k.outputs.size(), values);
 }

@@ -313,7 +313,9 @@ TEST(MatchMatmul, SymbolicKernelsMatchAtEachBinding) {
       ASSERT_TRUE(at40);
       EXPECT_EQ(at40->desc.m * at40->desc.k * at40->desc.batch,
                 m->desc.m * m->desc.k * m->desc.batch / b * 40);
-      if (c.batch > 1) EXPECT_EQ(at40->desc.batch, 40);
+      if (c.batch > 1) {
+        EXPECT_EQ(at40->desc.batch, 40);
+      }
       EXPECT_FALSE(schedule::match_matmul_at(ks[0].ast, 1, {}));  // no value for B: no GEMM
     }
   }
