@@ -55,8 +55,7 @@ std::vector<Bound> bind_launches(const schedule::Schedule& s, const Lowerings& l
     if (!k.ast->arg.empty() && k.ast->op == ir::Op::SINK)
       launch.vars = std::make_shared<const std::vector<ir::NodeRef>>(ir::vars_of(k.ast));
     launch.parallel = launch.parallel && p.flops + static_cast<double>(elems) >= 32768;
-    if (!launch.vars && !k.ast->src.empty() &&
-        (k.ast->src[0]->op == ir::Op::ATTENTION || k.ast->src[0]->op == ir::Op::LAYER_NORM))
+    if (!launch.vars && special_op(k))
       for (auto& in : k.inputs) launch.fixed_over_symbolic |= !in->sym.empty();
     r[i]->bind(launch, k);
     if (launch.gemm) stats().gemm_launches++;

@@ -13,14 +13,6 @@ namespace kiln::engine {
 
 namespace {
 
-// The one op of a kernel that computes a special node (SINK(ATTENTION) or SINK(LAYER_NORM, ...)),
-// else nullptr.
-const ir::Node* special_op(const schedule::Kernel& k) {
-  if (k.ast->src.empty()) return nullptr;
-  const ir::Node* n = k.ast->src[0].get();
-  return n->op == ir::Op::ATTENTION || n->op == ir::Op::LAYER_NORM ? n : nullptr;
-}
-
 // The program the lowering renders, compiled by the backend: every kernel no other runner takes.
 class Generated : public Runner {
  public:
@@ -76,6 +68,12 @@ std::vector<const Runner*> runners() {
 }
 
 }  // namespace
+
+const ir::Node* special_op(const schedule::Kernel& k) {
+  if (k.ast->src.empty()) return nullptr;
+  const ir::Node* n = k.ast->src[0].get();
+  return n->op == ir::Op::ATTENTION || n->op == ir::Op::LAYER_NORM ? n : nullptr;
+}
 
 codegen::Lowered Runner::describe(const schedule::Kernel& k) const {
   throw Error("kiln.realize: the kernel computing " + k.outputs[0]->str() +

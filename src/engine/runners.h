@@ -34,6 +34,9 @@ class Runner {
   virtual void bind(runtime::Launch&, const schedule::Kernel&) const {}
 };
 
+// The one op of a kernel that computes a special node (SINK(ATTENTION) or SINK(LAYER_NORM, ...)),
+// else nullptr. Its runner takes the kernel's sizes as they are in this realize.
+const ir::Node* special_op(const schedule::Kernel& k);
 // Registers a runner (as the program starts), asked before the built-in ones; returns true.
 bool register_runner(const Runner* r);
 // The runner of each kernel of s on backend b.
