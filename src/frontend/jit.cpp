@@ -285,8 +285,10 @@ struct Replay {
   // the Sizes slots' values, packed in one buffer that each replay writes once: (vars, offset)
   std::shared_ptr<Buffer> sizes;
   std::vector<std::pair<std::shared_ptr<const std::vector<ir::NodeRef>>, int64_t>> sizes_at;
-  // launches bound again at each replay's values (Launch::rebind): (launch, offset of its values)
+  // launches bound again at each replay's values (Launch::rebind): (launch, offset of its values),
+  // and the values they were last bound at (a replay at the same ones binds nothing)
   std::vector<std::pair<size_t, int64_t>> rebinds;
+  std::vector<int64_t> bound_values;
   std::vector<std::function<void()>> host_effects;
   std::shared_ptr<Buffer> arena;  // every schedule's arena: their values do not outlive their schedule
   Device device;                  // where the step's kernels run
@@ -415,7 +417,10 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
         for (size_t v = 0; v < vars->size(); v++)
           values[static_cast<size_t>(at) + v] = ir::eval_index((*vars)[v], bound);
       upload(*r.sizes, values.data());
-      for (auto& [i, at] : r.rebinds) r.launches[i].launch.rebind(r.launches[i].launch, values.data() + at);
+      if (!r.rebinds.empty() && values != r.bound_values) {
+        for (auto& [i, at] : r.rebinds) r.launches[i].launch.rebind(r.launches[i].launch, values.data() + at);
+        r.bound_values = values;
+      }
     }
     runtime::Launcher& launcher = runtime::backend(r.device).launcher();
     std::vector<void*> ptrs(r.slots.size());
